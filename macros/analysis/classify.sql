@@ -1,0 +1,41 @@
+{#- Classify a compiled model: returns {'shape', 'issues', 'parsed'}.
+    shape: join_only | aggregate | aggregate_over_joins | distinct | unknown.
+    issues: restriction codes found (empty when the model can be maintained). -#}
+{% macro ivm_analyze(sql, upstreams) %}
+  {%- set parsed = dbt_ivm.ivm_parse_query(sql, upstreams) -%}
+  {%- set issues = parsed.issues -%}
+  {%- set seen = {} -%}
+  {%- for r in parsed.rels -%}
+    {%- if r.upstream in seen -%}
+      {%- do dbt_ivm.ivm_add_issue(parsed, 'IVM022', parsed.tk, r.s, 'upstream ' ~ upstreams[r.upstream].name ~ ' read twice') -%}
+    {%- endif -%}
+    {%- do seen.update({r.upstream: true}) -%}
+  {%- endfor -%}
+  {%- set ok_blocks = parsed.blocks | selectattr('ok') | list -%}
+  {%- if parsed.rels | length == 0 and not issues -%}
+    {%- do dbt_ivm.ivm_add_issue(parsed, 'IVM050', parsed.tk, none, 'no ref() or source() in FROM') -%}
+  {%- endif -%}
+  {%- set reported = [] -%}
+  {%- for r in parsed.rels if r.upstream not in reported -%}
+    {%- do reported.append(r.upstream) -%}
+    {%- for problem in upstreams[r.upstream].get('problems', []) -%}
+      {%- do issues.append({'code': problem.code, 'construct': 'upstream ' ~ upstreams[r.upstream].name,
+                            'position': dbt_ivm.ivm_position(parsed.tk, r.s), 'fix': problem.fix}) -%}
+    {%- endfor -%}
+  {%- endfor -%}
+  {%- set grouped = ok_blocks | selectattr('group_range', 'defined') | list -%}
+  {%- set distinct = ok_blocks | selectattr('distinct') | list -%}
+  {%- if grouped or parsed.get('aggregates') -%}
+    {%- set shape = 'aggregate' if seen | length <= 1 else 'aggregate_over_joins' -%}
+    {%- set first = grouped[0].clauses['group'] if grouped else parsed.aggregates[0].pos -%}
+    {%- do dbt_ivm.ivm_add_issue(parsed, 'IVM040', parsed.tk, first, 'GROUP BY' if grouped else parsed.aggregates[0].name ~ '()') -%}
+  {%- elif distinct -%}
+    {%- set shape = 'distinct' -%}
+    {%- do dbt_ivm.ivm_add_issue(parsed, 'IVM041', parsed.tk, distinct[0].s, 'SELECT DISTINCT') -%}
+  {%- elif ok_blocks | length == parsed.blocks | length and parsed.blocks -%}
+    {%- set shape = 'join_only' -%}
+  {%- else -%}
+    {%- set shape = 'unknown' -%}
+  {%- endif -%}
+  {{ return({'shape': shape, 'issues': issues, 'parsed': parsed}) }}
+{% endmacro %}

@@ -1,0 +1,36 @@
+{#- The restriction catalog: one entry per code, shared word for word with
+    python/dbt_ivm/analysis/catalog.py (a test compares them). -#}
+{% macro ivm_restriction_catalog() %}
+  {{ return({
+    'IVM001': {'what': 'SQL the analyzer cannot parse', 'fix': 'write the model as SELECT ... FROM ... [JOIN ...] [WHERE ...], with CTEs if you like; move unusual syntax to an upstream model'},
+    'IVM002': {'what': 'relation that is not a ref() or source() of this model', 'fix': 'read every upstream through ref() or source() so its changes can be tracked'},
+    'IVM010': {'what': 'non-deterministic function', 'fix': 'a refresh would recompute it for changed rows only; compute it in an upstream model or pass the value as a var'},
+    'IVM011': {'what': 'window function', 'fix': 'move the window function to a downstream model (materialized as table or view)'},
+    'IVM012': {'what': 'ORDER BY / LIMIT / OFFSET / SORT BY', 'fix': 'remove it: a table has no order, and LIMIT depends on all rows; order in the consumer'},
+    'IVM013': {'what': 'set operation (UNION / INTERSECT / EXCEPT)', 'fix': 'split the branches into separate ivm models and union them in a view'},
+    'IVM014': {'what': 'subquery in SELECT, WHERE, HAVING or a join condition, or a semi/anti join', 'fix': 'rewrite it as an inner join with an upstream, or precompute it in an upstream model'},
+    'IVM015': {'what': 'LATERAL VIEW / generator function (explode, stack, ...)', 'fix': 'explode in an upstream model and declare its row key'},
+    'IVM020': {'what': 'outer join', 'fix': 'use an inner join, or keep the outer join in a downstream view over ivm models'},
+    'IVM021': {'what': 'join without an equality between columns (cross, natural or theta join)', 'fix': 'join on equality of columns (a.x = b.y); extra non-equality conditions may follow with AND'},
+    'IVM022': {'what': 'self-join: the same upstream appears more than once', 'fix': 'create a second upstream model (a view over the same table) for the second role'},
+    'IVM030': {'what': 'upstream without a row key', 'fix': 'declare the row key of the upstream in its YAML'},
+    'IVM031': {'what': 'upstream without a change feed', 'fix': 'declare a change log relation or an append-only watermark column for the upstream in its YAML'},
+    'IVM032': {'what': 'declared change log relation does not exist or lacks the change columns', 'fix': 'create the change log with the upstream columns plus _change_type, _commit_version and _commit_timestamp, or fix its name'},
+    'IVM040': {'what': 'aggregate (GROUP BY or aggregate function): not supported by this version', 'fix': 'materialize the join as an ivm model and aggregate it in a downstream model, or opt into ivm_on_unsupported: full_rebuild'},
+    'IVM041': {'what': 'SELECT DISTINCT: not supported by this version', 'fix': 'remove DISTINCT (the row keys already make rows distinct), or opt into ivm_on_unsupported: full_rebuild'},
+    'IVM050': {'what': 'query reads no upstream relation', 'fix': 'an ivm model needs at least one ref() or source() in FROM'},
+  }) }}
+{% endmacro %}
+
+{#- One readable paragraph per problem: code, what, where, how to fix. -#}
+{% macro ivm_format_issues(model_name, issues) %}
+  {%- set catalog = dbt_ivm.ivm_restriction_catalog() -%}
+  {%- set lines = ["Model '" ~ model_name ~ "' cannot be maintained incrementally (materialized='ivm'):"] -%}
+  {%- for i in issues -%}
+    {%- set entry = catalog[i.code] -%}
+    {%- do lines.append('  ' ~ i.code ~ ' ' ~ entry.what ~ ': ' ~ i.construct ~ ' at ' ~ i.position ~ '.') -%}
+    {%- do lines.append('         fix: ' ~ (i.fix if i.get('fix') else entry.fix) ~ '.') -%}
+  {%- endfor -%}
+  {%- do lines.append("Run `dbt-ivm explain " ~ model_name ~ "` for the full report, or set ivm_on_unsupported='full_rebuild' to rebuild this model on every run instead.") -%}
+  {{ return(lines | join('\n')) }}
+{% endmacro %}

@@ -1,0 +1,91 @@
+{#- Rewrites of the parsed model used by every refresh path. -#}
+
+{#- The model's query with
+    * each upstream reference replaced by the placeholder __IVM_REL_<n>__ (then filled
+      with a snapshot or a change set of that upstream, see ivm_fill_relations), and
+    * the hidden identity columns of every upstream added to every select list on the
+      way to the output, so each view row says which upstream rows it came from.
+    hidden: per upstream index, a list of {'column', 'name'}. -#}
+{% macro ivm_rewrite_template(parsed, hidden) %}
+  {%- set tk = parsed.tk -%}
+  {%- set toks = tk.tokens -%}
+  {%- set sig = tk.sig -%}
+  {%- set provides = {} -%}
+  {%- set by_name = {} -%}
+  {%- for b in parsed.blocks -%}{%- do by_name.update({b.name: b}) -%}{%- endfor -%}
+  {#- blocks may read blocks parsed later or earlier: resolve in passes -#}
+  {%- for _ in parsed.blocks -%}
+    {%- for b in parsed.blocks if b.id not in provides -%}
+      {%- set ready = namespace(ok=true) -%}
+      {%- for it in b.from_items if it.kind in ('cte', 'derived') and by_name[it.name].id not in provides -%}
+        {%- set ready.ok = false -%}
+      {%- endfor -%}
+      {%- if ready.ok -%}
+        {%- set cols = [] -%}
+        {%- for it in b.from_items -%}
+          {%- if it.kind == 'upstream' -%}
+            {%- for h in hidden[it.upstream] -%}
+              {%- do cols.append({'name': h.name, 'expr': dbt_ivm.ivm_quote(it.alias) ~ '.' ~ dbt_ivm.ivm_quote(h.column), 'star': false}) -%}
+            {%- endfor -%}
+          {%- elif it.kind in ('cte', 'derived') -%}
+            {%- set starred = b['items'] | selectattr('star', 'in', ['*', it.alias]) | list -%}
+            {%- for name in provides[by_name[it.name].id] -%}
+              {%- do cols.append({'name': name, 'expr': dbt_ivm.ivm_quote(it.alias) ~ '.' ~ name, 'star': starred | length > 0}) -%}
+            {%- endfor -%}
+          {%- endif -%}
+        {%- endfor -%}
+        {%- do provides.update({b.id: cols | map(attribute='name') | list}) -%}
+        {%- do b.update({'hidden_cols': cols}) -%}
+      {%- endif -%}
+    {%- endfor -%}
+  {%- endfor -%}
+  {#- edits keyed by token index -#}
+  {%- set insert_before = {} -%}
+  {%- set replace = {} -%}
+  {%- for b in parsed.blocks if b.from_kw is not none -%}
+    {%- set added = b.hidden_cols | rejectattr('star') | list -%}
+    {%- if added -%}
+      {%- set text = [] -%}
+      {%- for c in added -%}{%- do text.append(c.expr ~ ' as ' ~ c.name) -%}{%- endfor -%}
+      {%- do insert_before.update({sig[b.from_kw]: ', ' ~ text | join(', ') ~ ' '}) -%}
+    {%- endif -%}
+  {%- endfor -%}
+  {%- for r in parsed.rels -%}
+    {%- set alias = '' if r.alias_given else ' ' ~ dbt_ivm.ivm_quote(r.alias) -%}
+    {%- do replace.update({sig[r.s]: {'end': sig[r.e - 1], 'text': '__IVM_REL_' ~ r.upstream ~ '__' ~ alias}}) -%}
+  {%- endfor -%}
+  {%- for q in parsed.qualifiers -%}
+    {%- do replace.update({sig[q.s]: {'end': sig[q.e - 1], 'text': dbt_ivm.ivm_quote(parsed.upstreams[q.upstream].parts[-1])}}) -%}
+  {%- endfor -%}
+  {%- set out = [] -%}
+  {%- set ns = namespace(skip_to=-1) -%}
+  {%- for t in toks -%}
+    {%- set i = loop.index0 -%}
+    {%- if i in insert_before -%}{%- do out.append(insert_before[i]) -%}{%- endif -%}
+    {%- if i in replace -%}
+      {%- do out.append(replace[i].text) -%}{%- set ns.skip_to = replace[i].end -%}
+    {%- elif i > ns.skip_to and t.v != ';' -%}
+      {%- do out.append(t.v) -%}
+    {%- endif -%}
+  {%- endfor -%}
+  {{ return(out | join('')) }}
+{% endmacro %}
+
+{#- Fill the placeholders of a template: relations maps upstream index to SQL text. -#}
+{% macro ivm_fill_relations(template, relations) %}
+  {%- set ns = namespace(sql=template) -%}
+  {%- for key, text in relations.items() -%}
+    {%- set ns.sql = ns.sql.replace('__IVM_REL_' ~ key ~ '__', text) -%}
+  {%- endfor -%}
+  {{ return(ns.sql) }}
+{% endmacro %}
+
+{% macro ivm_quote(name) %}
+  {{ return('`' ~ (name | string).replace('`', '``') ~ '`') }}
+{% endmacro %}
+
+{% macro ivm_quote_all(names) %}
+  {%- set out = [] -%}
+  {%- for n in names -%}{%- do out.append(dbt_ivm.ivm_quote(n)) -%}{%- endfor -%}
+  {{ return(out) }}
+{% endmacro %}

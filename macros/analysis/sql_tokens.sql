@@ -1,0 +1,59 @@
+{#- Tokenizer for Spark SQL, used by the run-time analysis (Jinja cannot call Python).
+    Whitespace and comments are kept as tokens so that a rewrite can rebuild the text. -#}
+
+{% macro ivm_token_pattern() -%}
+{{ return("(?P<ws>\\s+)|(?P<comment>--[^\\n]*|/\\*[\\s\\S]*?\\*/)|(?P<str>'(?:[^'\\\\]|\\\\.)*'|\"(?:[^\"\\\\]|\\\\.)*\")|(?P<qid>`(?:[^`]|``)*`)|(?P<num>\\d+\\.?\\d*(?:[eE][+-]?\\d+)?[A-Za-z]*|\\.\\d+(?:[eE][+-]?\\d+)?[A-Za-z]*)|(?P<word>[A-Za-z_][A-Za-z_0-9]*)|(?P<op><=>|<=|>=|<>|!=|==|\\|\\||::|->|=>)|(?P<ch>[\\s\\S])") }}
+{%- endmacro %}
+
+{#- Returns {'tokens': [{k, v, l, d}], 'sig': [index of every significant token]}:
+    k kind, v text, l lower-case text without backticks, d parenthesis depth before it. -#}
+{% macro ivm_tokenize(sql) %}
+  {%- set tokens = [] -%}
+  {%- set sig = [] -%}
+  {%- set ns = namespace(depth=0) -%}
+  {%- for m in modules.re.finditer(dbt_ivm.ivm_token_pattern(), sql) -%}
+    {%- set kind = m.lastgroup -%}
+    {%- set text = m.group(0) -%}
+    {%- if text == ')' -%}{%- set ns.depth = ns.depth - 1 -%}{%- endif -%}
+    {%- set low = text[1:-1].replace('``', '`').lower() if kind == 'qid' else text.lower() -%}
+    {%- do tokens.append({'k': kind, 'v': text, 'l': low, 'd': ns.depth if text != ')' else ns.depth + 1}) -%}
+    {%- if kind not in ('ws', 'comment') -%}{%- do sig.append(tokens | length - 1) -%}{%- endif -%}
+    {%- if text == '(' -%}{%- set ns.depth = ns.depth + 1 -%}{%- endif -%}
+  {%- endfor -%}
+  {{ return({'tokens': tokens, 'sig': sig, 'balanced': ns.depth == 0}) }}
+{% endmacro %}
+
+{#- Position in sig of the parenthesis closing the one at sig position p. -#}
+{% macro ivm_match_paren(tk, p) %}
+  {%- set toks = tk.tokens -%}
+  {%- set depth = toks[tk.sig[p]].d -%}
+  {%- for q in range(p + 1, tk.sig | length) -%}
+    {%- set t = toks[tk.sig[q]] -%}
+    {%- if t.v == ')' and t.d == depth + 1 -%}{{ return(q) }}{%- endif -%}
+  {%- endfor -%}
+  {{ return(-1) }}
+{% endmacro %}
+
+{#- Original text of the significant tokens [s, e) including the layout between them. -#}
+{% macro ivm_text(tk, s, e) %}
+  {%- if e <= s -%}{{ return('') }}{%- endif -%}
+  {%- set parts = [] -%}
+  {%- for i in range(tk.sig[s], tk.sig[e - 1] + 1) -%}{%- do parts.append(tk.tokens[i].v) -%}{%- endfor -%}
+  {{ return(parts | join('')) }}
+{% endmacro %}
+
+{#- 1-based line and column of significant token p, for error messages. -#}
+{% macro ivm_position(tk, p) %}
+  {%- set ns = namespace(line=1, col=1) -%}
+  {%- set stop = tk.sig[p] if p < tk.sig | length else tk.tokens | length -%}
+  {%- for i in range(stop) -%}
+    {%- set v = tk.tokens[i].v -%}
+    {%- if '\n' in v -%}
+      {%- set ns.line = ns.line + v.count('\n') -%}
+      {%- set ns.col = v | length - v.rfind('\n') -%}
+    {%- else -%}
+      {%- set ns.col = ns.col + v | length -%}
+    {%- endif -%}
+  {%- endfor -%}
+  {{ return('line ' ~ ns.line ~ ', column ' ~ ns.col) }}
+{% endmacro %}

@@ -1,0 +1,60 @@
+{#- Upstream declarations. Every ref() or source() of an ivm model declares, in the
+    `ivm` key of its meta, how its changes are read:
+      change log : {unique_key: [...], change_log: <relation>}   (Delta CDF schema)
+      append-only: {watermark: <column>}                         (rows above the last value)
+    Returns one dict per upstream: name, relation, parts (how it renders in SQL), kind,
+    unique_key, change_log, watermark, hidden identity columns and config problems. -#}
+{% macro ivm_upstreams(model) %}
+  {{ return(adapter.dispatch('ivm_upstreams', 'dbt_ivm')(model)) }}
+{% endmacro %}
+
+{% macro default__ivm_upstreams(model) %}
+  {%- set result = [] -%}
+  {%- set used_names = [] -%}
+  {%- for uid in model.depends_on.nodes -%}
+    {%- set node = graph.nodes.get(uid) or graph.sources.get(uid) -%}
+    {%- if node is none or node.resource_type not in ('model', 'seed', 'source', 'snapshot') -%}{%- continue -%}{%- endif -%}
+    {%- set is_source = node.resource_type == 'source' -%}
+    {%- set identifier = node.identifier if is_source else (node.alias or node.name) -%}
+    {%- set relation = api.Relation.create(database=node.database, schema=node.schema, identifier=identifier) -%}
+    {%- set meta = {} -%}
+    {%- do meta.update(node.get('source_meta', {}).get('ivm', {}) if is_source else {}) -%}
+    {%- do meta.update(node.config.get('meta', {}).get('ivm', {})) -%}
+    {%- do meta.update(node.get('meta', {}).get('ivm', {})) -%}
+    {%- set display = (node.source_name ~ '.' ~ node.name) if is_source else node.name -%}
+    {%- set rendered = relation.render() -%}
+    {%- set parts = dbt_ivm.ivm_tokenize(rendered).tokens | rejectattr('v', 'equalto', '.') | map(attribute='l') | list -%}
+    {%- set key = meta.get('unique_key') -%}
+    {%- set key = [key] if key is string else (key or []) -%}
+    {%- set problems = [] -%}
+    {%- set yaml_where = ("sources: [{name: " ~ node.source_name ~ ", tables: [{name: " ~ node.name ~ ", meta: {ivm: {") if is_source else ("models: [{name: " ~ node.name ~ ", config: {meta: {ivm: {") -%}
+    {%- if meta.get('change_log') -%}
+      {%- set kind = 'change_log' -%}
+      {%- set log_text = meta.change_log -%}
+      {%- set log_parts = log_text.split('.') -%}
+      {%- set change_log = api.Relation.create(database=node.database, schema=(log_parts[-2] if log_parts | length > 1 else node.schema), identifier=log_parts[-1]) -%}
+      {%- if not key -%}
+        {%- do problems.append({'code': 'IVM030', 'fix': 'a change log is netted per row key: add `unique_key: [<key column>, ...]` next to change_log in ' ~ yaml_where ~ "change_log: " ~ log_text ~ ", unique_key: [id]}}}]"}) -%}
+      {%- endif -%}
+    {%- elif meta.get('watermark') -%}
+      {%- set kind = 'append_only' -%}
+      {%- set change_log = none -%}
+    {%- else -%}
+      {%- set kind = none -%}
+      {%- set change_log = none -%}
+      {%- do problems.append({'code': 'IVM031', 'fix': 'declare how changes of ' ~ display ~ ' are read, e.g. ' ~ yaml_where ~ "unique_key: [id], change_log: " ~ identifier ~ "_changes}}}]  or, for an append-only table, {ivm: {watermark: loaded_at}}"}) -%}
+    {%- endif -%}
+    {%- set base_name = modules.re.sub('[^a-z0-9_]', '_', node.name.lower()) -%}
+    {%- set short = base_name if base_name not in used_names else base_name ~ '_' ~ loop.index0 -%}
+    {%- do used_names.append(short) -%}
+    {%- set identity = key if kind == 'change_log' else ([meta.watermark] if kind == 'append_only' else []) -%}
+    {%- set hidden = [] -%}
+    {%- for c in identity -%}
+      {%- do hidden.append({'column': c, 'name': '__ivm_' ~ short ~ '__' ~ modules.re.sub('[^A-Za-z0-9_]', '_', c)}) -%}
+    {%- endfor -%}
+    {%- do result.append({'uid': uid, 'name': display, 'short': short, 'relation': relation, 'parts': parts,
+                          'kind': kind, 'unique_key': key, 'change_log': change_log, 'watermark': meta.get('watermark'),
+                          'hidden': hidden, 'problems': problems}) -%}
+  {%- endfor -%}
+  {{ return(result) }}
+{% endmacro %}

@@ -1,0 +1,88 @@
+{#- Delta of a join-only view (the DEL/INS slice algorithm, keyed by upstream row keys).
+
+    K_i is the set of changed keys of upstream i (rows changed between the stored version
+    u_i and the fixed version v_i). The refreshed view is
+        (view rows whose identity for no changed upstream i lies in K_i)
+        UNION ALL  INS,
+    where INS is the query evaluated on the changed slices, split into disjoint terms so no
+    row is produced twice: term i reads upstream i restricted to the new images of K_i,
+    every changed upstream before i without K_i, and every other upstream whole, all at
+    the fixed versions v. Deleting by key and re-inserting from the fixed versions makes a
+    re-applied refresh give the same table, which is how interrupted refreshes repair. -#}
+
+{#- plan: list of per-upstream dicts {up, columns, from, to, changed, change_view, has_new}. -#}
+{% macro ivm_join_insert_sql(template, plan) %}
+  {{ return(adapter.dispatch('ivm_join_insert_sql', 'dbt_ivm')(template, plan)) }}
+{% endmacro %}
+
+{% macro default__ivm_join_insert_sql(template, plan) %}
+  {%- set terms = [] -%}
+  {%- for p in plan if p.changed and p.has_new -%}
+    {%- set relations = {} -%}
+    {%- for q in plan -%}
+      {%- if q is sameas p -%}
+        {%- do relations.update({q.index: dbt_ivm.ivm_new_images_sql(q)}) -%}
+      {%- elif q.changed and q.index < p.index -%}
+        {%- do relations.update({q.index: dbt_ivm.ivm_unchanged_rows_sql(q)}) -%}
+      {%- else -%}
+        {%- do relations.update({q.index: dbt_ivm.ivm_snapshot_sql(q.up, q.columns, q.to)}) -%}
+      {%- endif -%}
+    {%- endfor -%}
+    {%- do terms.append('select * from (\n' ~ dbt_ivm.ivm_fill_relations(template, relations) ~ '\n) __ivm_term_' ~ p.up.short) -%}
+  {%- endfor -%}
+  {{ return(terms | join('\nunion all\n')) }}
+{% endmacro %}
+
+{#- Rows of a changed upstream at its new version that belong to its changed slice. -#}
+{% macro ivm_new_images_sql(p) %}
+  {%- set cols = dbt_ivm.ivm_quote_all(p.columns | map(attribute='name')) | join(', ') -%}
+  {%- if p.up.kind == 'change_log' -%}
+    {{ return('(select ' ~ cols ~ ' from ' ~ p.change_view ~ ' where __ivm_new)') }}
+  {%- endif -%}
+  {{ return('(select ' ~ cols ~ ' from ' ~ p.up.relation ~ ' where ' ~ dbt_ivm.ivm_watermark_window(p) ~ ')') }}
+{% endmacro %}
+
+{#- Rows of a changed upstream at its new version outside its changed slice. -#}
+{% macro ivm_unchanged_rows_sql(p) %}
+  {%- if p.up.kind == 'change_log' -%}
+    {%- set match = [] -%}
+    {%- for k in p.up.unique_key -%}{%- do match.append('__ivm_s.' ~ dbt_ivm.ivm_quote(k) ~ ' <=> __ivm_k.' ~ dbt_ivm.ivm_quote(k)) -%}{%- endfor -%}
+    {{ return('(select __ivm_s.* from ' ~ dbt_ivm.ivm_snapshot_sql(p.up, p.columns, p.to) ~ ' __ivm_s left anti join ' ~ p.change_view ~ ' __ivm_k on ' ~ match | join(' and ') ~ ')') }}
+  {%- endif -%}
+  {{ return(dbt_ivm.ivm_snapshot_sql(p.up, p.columns, p['from'])) }}
+{% endmacro %}
+
+{#- u < watermark <= v for an append-only upstream. -#}
+{% macro ivm_watermark_window(p) %}
+  {%- set wm = dbt_ivm.ivm_quote(p.up.watermark) -%}
+  {%- set conds = [wm ~ ' <= ' ~ dbt_ivm.ivm_version_literal(p.up, p.to, p.columns)] -%}
+  {%- if p['from'] is not none -%}
+    {%- do conds.append(wm ~ ' > ' ~ dbt_ivm.ivm_version_literal(p.up, p['from'], p.columns)) -%}
+  {%- endif -%}
+  {{ return(conds | join(' and ')) }}
+{% endmacro %}
+
+{#- How to find, in the view aliased `alias`, the rows of the changed slices:
+    {'joins': left joins against the change sets (one row per key, so no row is
+    duplicated), 'flag': a boolean that is true exactly for those rows}. -#}
+{% macro ivm_join_delete_predicates(plan, alias) %}
+  {%- set joins = [] -%}
+  {%- set flags = [] -%}
+  {%- for p in plan if p.changed -%}
+    {%- if p.up.kind == 'change_log' -%}
+      {%- set k = '__ivm_k_' ~ p.index -%}
+      {%- set keys = dbt_ivm.ivm_quote_all(p.up.unique_key) | join(', ') -%}
+      {%- set match = [] -%}
+      {%- for h in p.up.hidden -%}
+        {%- do match.append(alias ~ '.' ~ h.name ~ ' <=> ' ~ k ~ '.' ~ dbt_ivm.ivm_quote(h.column)) -%}
+      {%- endfor -%}
+      {%- do joins.append('left join (select ' ~ keys ~ ', true as __ivm_hit from ' ~ p.change_view ~ ') ' ~ k ~ ' on ' ~ match | join(' and ')) -%}
+      {%- do flags.append(k ~ '.__ivm_hit is not null') -%}
+    {%- elif p['from'] is not none -%}
+      {%- do flags.append('(' ~ alias ~ '.' ~ p.up.hidden[0].name ~ ' > ' ~ dbt_ivm.ivm_version_literal(p.up, p['from'], p.columns) ~ ') is true') -%}
+    {%- else -%}
+      {%- do flags.append('true') -%}
+    {%- endif -%}
+  {%- endfor -%}
+  {{ return({'joins': joins, 'flag': '(' ~ (flags | join(' or ') if flags else 'false') ~ ')'}) }}
+{% endmacro %}

@@ -1,0 +1,60 @@
+{#- materialized='ivm': the first run builds the table; later runs apply only the upstream
+    changes since the versions recorded by the last successful refresh. -#}
+{% materialization ivm, adapter='spark' %}
+  {%- set started_at = modules.datetime.datetime.utcnow() -%}
+  {%- set identifier = model['alias'] -%}
+  {%- set target_relation = api.Relation.create(identifier=identifier, schema=schema, database=database, type='table') -%}
+  {%- set existing = adapter.get_relation(database=database, schema=schema, identifier=identifier) -%}
+  {%- set settings = dbt_ivm.ivm_model_settings(model) -%}
+  {%- set upstreams = dbt_ivm.ivm_upstreams(model) -%}
+  {%- set analysis = dbt_ivm.ivm_analyze(sql, upstreams) -%}
+  {%- do dbt_ivm.ivm_ensure_refresh_log() -%}
+  {%- set entry = {'refresh_id': invocation_id ~ ':' ~ model.unique_id, 'started_at': started_at} -%}
+
+  {%- if analysis.issues -%}
+    {%- if settings.on_unsupported != 'full_rebuild' -%}
+      {{ exceptions.raise_compiler_error(dbt_ivm.ivm_format_issues(model.name, analysis.issues)) }}
+    {%- endif -%}
+    {%- set codes = analysis.issues | map(attribute='code') | unique | join(', ') -%}
+    {%- do entry.update({'path': 'full', 'reason': 'not maintainable (' ~ codes ~ '); ivm_on_unsupported=full_rebuild'}) -%}
+    {{ log('dbt_ivm: ' ~ model.name ~ ' cannot be maintained incrementally (' ~ codes ~ '): rebuilding it in full as ivm_on_unsupported=full_rebuild asks', info=true) }}
+    {{ run_hooks(pre_hooks) }}
+    {%- do dbt_ivm.ivm_build_full(target_relation, existing, sql, sql, settings, entry) -%}
+    {{ run_hooks(post_hooks) }}
+    {{ return({'relations': [target_relation]}) }}
+  {%- endif -%}
+
+  {%- set used = analysis.parsed.rels | map(attribute='upstream') | unique | sort -%}
+  {%- set plan = [] -%}
+  {%- set hidden = {} -%}
+  {%- for i in used -%}
+    {%- set up = upstreams[i] -%}
+    {%- do hidden.update({i: up.hidden}) -%}
+    {%- do plan.append({'index': i, 'up': up, 'columns': dbt_ivm.ivm_checked_columns(model, up)}) -%}
+  {%- endfor -%}
+  {%- set template = dbt_ivm.ivm_rewrite_template(analysis.parsed, hidden) -%}
+  {%- set declarations = [] -%}
+  {%- for p in plan -%}{%- do declarations.append([p.up.name, p.up.kind, p.up.unique_key, p.up.watermark, p.up.change_log | string]) -%}{%- endfor -%}
+  {%- set definition_hash = local_md5(sql ~ tojson(declarations) ~ tojson(settings.partition_by)) -%}
+  {%- set state = dbt_ivm.ivm_read_state(model.unique_id) -%}
+  {%- set versions_to = dbt_ivm.ivm_current_versions(plan | map(attribute='up') | list) -%}
+  {%- do entry.update({'versions_to': versions_to, 'definition_hash': definition_hash}) -%}
+
+  {#- upstream versions are fixed: changes committed from here on wait for the next run -#}
+  {{ run_hooks(pre_hooks) }}
+
+  {%- set full_reason = dbt_ivm.ivm_full_refresh_reason(existing, state, definition_hash) -%}
+  {%- if full_reason -%}
+    {%- set relations = {} -%}
+    {%- for p in plan -%}
+      {%- do relations.update({p.index: dbt_ivm.ivm_snapshot_sql(p.up, p.columns, versions_to[p.up.name])}) -%}
+    {%- endfor -%}
+    {%- do entry.update({'path': 'full', 'reason': full_reason}) -%}
+    {%- do dbt_ivm.ivm_build_full(target_relation, existing, dbt_ivm.ivm_fill_relations(template, relations), sql, settings, entry) -%}
+  {%- else -%}
+    {%- do dbt_ivm.ivm_refresh_incremental(model, target_relation, template, plan, state, settings, entry) -%}
+  {%- endif -%}
+
+  {{ run_hooks(post_hooks) }}
+  {{ return({'relations': [target_relation]}) }}
+{% endmaterialization %}

@@ -1,0 +1,119 @@
+"""Write changes to an upstream table and to its change log, the way a producer would.
+
+Every operation becomes one commit version in the log (Delta's change-data-feed schema),
+written before the table (the write-ahead contract dbt_ivm relies on).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any, Literal
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.types import LongType, StringType, StructField, StructType, TimestampType
+
+Row = dict[str, Any]
+OpKind = Literal["insert", "update", "delete"]
+CHANGE_COLUMNS = ("_change_type", "_commit_version", "_commit_timestamp")
+
+
+@dataclass(frozen=True)
+class Op:
+    """One change: insert or update carry the full new row, delete carries the key."""
+
+    kind: OpKind
+    row: Row
+
+
+@dataclass
+class ChangeLoggedTable:
+    """An upstream table plus its change log relation, keyed by `key` columns."""
+
+    spark: SparkSession
+    table: str
+    log: str
+    key: Sequence[str]
+
+    def create_log(self) -> None:
+        """Create the (empty) change log with the table's columns plus the CDF columns."""
+        self.spark.sql(
+            f"create table if not exists {self.log} using parquet as "
+            f"select *, cast(null as string) as _change_type, "
+            f"cast(null as bigint) as _commit_version, "
+            f"cast(null as timestamp) as _commit_timestamp from {self.table} where false"
+        )
+
+    def current_version(self) -> int:
+        value = self.spark.sql(f"select max(_commit_version) from {self.log}").first()[0]
+        return -1 if value is None else int(value)
+
+    def _key(self, row: Row) -> tuple[Any, ...]:
+        return tuple(row[k] for k in self.key)
+
+    def apply(self, ops: Iterable[Op]) -> int:
+        """Apply ops in order, one commit version each; returns the last version written."""
+        ops = list(ops)
+        schema = self.spark.table(self.table).schema
+        names = schema.names
+        state = {self._key(r): r for r in (row.asDict() for row in self.spark.table(self.table).collect())}
+        version = self.current_version()
+        log_rows: list[tuple[Any, ...]] = []
+        now = datetime.now(timezone.utc).replace(tzinfo=None)
+
+        def emit(row: Row, change: str) -> None:
+            log_rows.append((*(row[n] for n in names), change, version, now))
+
+        for op in ops:
+            version += 1
+            key = self._key(op.row)
+            old = state.get(key)
+            if op.kind == "delete":
+                if old is None:
+                    raise ValueError(f"{self.table}: delete of missing key {key}")
+                emit(old, "delete")
+                del state[key]
+                continue
+            new = {n: op.row.get(n) for n in names}
+            if op.kind == "insert":
+                if old is not None:
+                    raise ValueError(f"{self.table}: insert of existing key {key}")
+                emit(new, "insert")
+            else:
+                if old is None:
+                    raise ValueError(f"{self.table}: update of missing key {key}")
+                emit(old, "update_preimage")
+                emit(new, "update_postimage")
+            state[key] = new
+        if not ops:
+            return version
+        log_schema = StructType(
+            [
+                *schema.fields,
+                StructField("_change_type", StringType()),
+                StructField("_commit_version", LongType()),
+                StructField("_commit_timestamp", TimestampType()),
+            ]
+        )
+        self.spark.createDataFrame(log_rows, log_schema).write.insertInto(self.log)
+        self._overwrite(self.spark.createDataFrame([tuple(r[n] for n in names) for r in state.values()], schema))
+        return version
+
+    def _overwrite(self, frame: DataFrame) -> None:
+        frame.localCheckpoint(eager=True).write.insertInto(self.table, overwrite=True)
+
+
+def append_rows(spark: SparkSession, table: str, rows: Sequence[Row]) -> None:
+    """Append rows to an append-only upstream."""
+    schema = spark.table(table).schema
+    data = [tuple(r.get(n) for n in schema.names) for r in rows]
+    spark.createDataFrame(data, schema).write.insertInto(table)
+
+
+def table_rows(spark: SparkSession, relation: str, drop_prefix: str = "__ivm_") -> list[Row]:
+    """All rows of a relation as dicts, without bookkeeping columns."""
+    frame = spark.table(relation)
+    keep = [c for c in frame.columns if not c.startswith(drop_prefix)]
+    return [r.asDict() for r in frame.select(*[F.col(f"`{c}`") for c in keep]).collect()]
