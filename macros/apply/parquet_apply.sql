@@ -1,10 +1,13 @@
 {#- Apply (Patch) for parquet and other file tables without row-level DML.
     * insert-only change: append the new rows.
-    * otherwise, unpartitioned: write the new content to the table's other generation
-      directory and switch the table to it with one metastore update
-      (ALTER TABLE ... SET LOCATION); a path being read is never overwritten.
-    * otherwise, partitioned: dynamic partition overwrite of the affected partitions
-      only, then drop the partitions left empty. -#}
+    * unpartitioned table: it lives in one of two generation directories
+      (<name>__ivm_g1 / <name>__ivm_g2, an external table). A rewrite writes the new
+      content to the other directory while readers keep using the current one, then
+      switches the table to it with one metastore update (ALTER TABLE ... SET LOCATION).
+      A path being read is never overwritten; the previous generation stays on disk
+      until the next rewrite replaces it.
+    * partitioned table: dynamic partition overwrite of the affected partitions only,
+      then the partitions left empty are dropped. -#}
 
 {% macro ivm_apply_append(target, columns, insert_view) %}
   {{ return(adapter.dispatch('ivm_apply_append', 'dbt_ivm')(target, columns, insert_view)) }}
@@ -37,46 +40,68 @@ select {{ cols | join(', ') }} from {{ insert_view }}
 {% endmacro %}
 
 {% macro default__ivm_apply_rewrite(target, columns, insert_view, predicates) %}
-  {%- set location = dbt_ivm.ivm_table_location(target) -%}
-  {%- set m = modules.re.match('^(.*)__ivm_g([12])$', location) -%}
-  {%- set base = m.group(1) if m else location -%}
-  {%- set next_location = base ~ '__ivm_g' ~ ('2' if m and m.group(2) == '1' else '1') -%}
+  {%- set next_location = dbt_ivm.ivm_next_generation(target, target) -%}
   {%- call statement('main') -%}
     insert overwrite directory '{{ next_location }}' using parquet
     {{ dbt_ivm.ivm_patched_rows_sql(target, columns, insert_view, predicates, none) }}
   {%- endcall -%}
   {%- do run_query('alter table ' ~ target ~ " set location '" ~ next_location ~ "'") -%}
   {%- do run_query('refresh table ' ~ target) -%}
-  {%- if not m -%}
-    {#- first switch: the original directory is no longer read; free its space -#}
-    {%- do run_query("insert overwrite directory '" ~ location ~ "' using parquet select * from " ~ target ~ ' where false') -%}
+{% endmacro %}
+
+{#- Build an unpartitioned table into its next generation directory, then (re)create the
+    table there: the old table serves reads until the moment it is replaced. -#}
+{% macro ivm_build_generation(target, existing, build_sql) %}
+  {{ return(adapter.dispatch('ivm_build_generation', 'dbt_ivm')(target, existing, build_sql)) }}
+{% endmacro %}
+
+{% macro default__ivm_build_generation(target, existing, build_sql) %}
+  {%- set next_location = dbt_ivm.ivm_next_generation(target, existing) -%}
+  {%- call statement('main') -%}
+    insert overwrite directory '{{ next_location }}' using parquet
+    {{ build_sql }}
+  {%- endcall -%}
+  {%- if existing is not none -%}{%- do adapter.drop_relation(existing) -%}{%- endif -%}
+  {%- do run_query('create table ' ~ target ~ " using parquet location '" ~ next_location ~ "'") -%}
+{% endmacro %}
+
+{#- The generation directory a table is not using now. -#}
+{% macro ivm_next_generation(target, existing) %}
+  {%- set location = dbt_ivm.ivm_table_location(existing) if existing is not none and existing.type == 'table' else '' -%}
+  {%- set m = modules.re.match('^(.*)__ivm_g([12])$', location) -%}
+  {%- if m -%}
+    {{ return(m.group(1) ~ '__ivm_g' ~ ('2' if m.group(2) == '1' else '1')) }}
   {%- endif -%}
+  {%- set schema_location = dbt_ivm.ivm_describe_value('describe schema extended ' ~ target.schema, 'Location') -%}
+  {{ return(schema_location.rstrip('/') ~ '/' ~ target.identifier ~ '__ivm_g1') }}
 {% endmacro %}
 
-{#- partition_by: list of partition columns; affected: list of partition value rows. -#}
-{% macro ivm_apply_partition_rewrite(target, columns, insert_view, predicates, partition_by, affected_view, emptied) %}
-  {{ return(adapter.dispatch('ivm_apply_partition_rewrite', 'dbt_ivm')(target, columns, insert_view, predicates, partition_by, affected_view, emptied)) }}
+{#- in_affected: condition on __ivm_v selecting the affected partitions; emptied: partition
+    specs to drop after the overwrite. -#}
+{% macro ivm_apply_partition_rewrite(target, columns, insert_view, predicates, in_affected, emptied) %}
+  {{ return(adapter.dispatch('ivm_apply_partition_rewrite', 'dbt_ivm')(target, columns, insert_view, predicates, in_affected, emptied)) }}
 {% endmacro %}
 
-{% macro default__ivm_apply_partition_rewrite(target, columns, insert_view, predicates, partition_by, affected_view, emptied) %}
-  {%- set match = [] -%}
-  {%- for c in partition_by -%}{%- do match.append('__ivm_a.' ~ dbt_ivm.ivm_quote(c) ~ ' <=> __ivm_v.' ~ dbt_ivm.ivm_quote(c)) -%}{%- endfor -%}
-  {%- set in_affected = 'exists (select 1 from ' ~ affected_view ~ ' __ivm_a where ' ~ match | join(' and ') ~ ')' -%}
-  {%- set previous = run_query('set spark.sql.sources.partitionOverwriteMode').rows[0][1] -%}
-  {%- do run_query('set spark.sql.sources.partitionOverwriteMode=dynamic') -%}
+{% macro default__ivm_apply_partition_rewrite(target, columns, insert_view, predicates, in_affected, emptied) %}
+  {#- the table is created with the option partitionOverwriteMode=dynamic, which wins over
+      the session setting: only the partitions written to are replaced -#}
   {%- call statement('main') -%}
     insert overwrite table {{ target }}
     {{ dbt_ivm.ivm_patched_rows_sql(target, columns, insert_view, predicates, in_affected) }}
   {%- endcall -%}
-  {%- do run_query('set spark.sql.sources.partitionOverwriteMode=' ~ previous) -%}
   {%- for spec in emptied -%}
     {%- do run_query('alter table ' ~ target ~ ' drop if exists partition (' ~ spec ~ ')') -%}
   {%- endfor -%}
 {% endmacro %}
 
 {% macro ivm_table_location(relation) %}
-  {%- for row in run_query('describe table extended ' ~ relation).rows -%}
-    {%- if row[0] == 'Location' -%}{{ return(row[1]) }}{%- endif -%}
+  {{ return(dbt_ivm.ivm_describe_value('describe table extended ' ~ relation, 'Location')) }}
+{% endmacro %}
+
+{#- The value of one row of a DESCRIBE ... EXTENDED result. -#}
+{% macro ivm_describe_value(statement, name) %}
+  {%- for row in run_query(statement).rows -%}
+    {%- if row[0] | lower == name | lower -%}{{ return(row[1]) }}{%- endif -%}
   {%- endfor -%}
-  {{ exceptions.raise_compiler_error('dbt_ivm: cannot find the location of ' ~ relation ~ ' in DESCRIBE TABLE EXTENDED') }}
+  {{ exceptions.raise_compiler_error('dbt_ivm: `' ~ statement ~ '` returned no ' ~ name ~ ' row') }}
 {% endmacro %}

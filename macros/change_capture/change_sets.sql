@@ -52,60 +52,62 @@
 {% endmacro %}
 
 {% macro default__ivm_netted_changes_sql(up, columns, after, upto) %}
-  {%- set key = dbt_ivm.ivm_quote_all(up.unique_key) | join(', ') -%}
-  {%- set cols = dbt_ivm.ivm_quote_all(columns | map(attribute='name')) | list -%}
+  {%- set key = dbt_ivm.ivm_quote_all(up.unique_key) -%}
+  {%- set names = columns | map(attribute='name') | list -%}
+  {%- set fields = [] -%}
+  {%- for n in names -%}{%- do fields.append(dbt_ivm.ivm_string_literal(n) ~ ', ' ~ dbt_ivm.ivm_quote(n)) -%}{%- endfor -%}
+  {%- set image = 'named_struct(' ~ fields | join(', ') ~ ", '__ivm_is_new', _change_type in ('insert', 'update_postimage'))" -%}
+  {#- order of changes: by version, an old image before a new image within one version -#}
+  {%- set order = "_commit_version * 2 + case when _change_type in ('update_preimage', 'delete') then 0 else 1 end" -%}
   {%- set same = [] -%}
-  {%- for c in cols -%}{%- do same.append('f.' ~ c ~ ' <=> l.' ~ c) -%}{%- endfor -%}
-  {%- set sel_new = [] -%}
-  {%- for c in cols -%}{%- do sel_new.append('case when l.__ivm_is_new then l.' ~ c ~ ' else f.' ~ c ~ ' end as ' ~ c) -%}{%- endfor -%}
-  {%- set key_match = [] -%}
-  {%- for k in up.unique_key -%}{%- do key_match.append('f.' ~ dbt_ivm.ivm_quote(k) ~ ' <=> l.' ~ dbt_ivm.ivm_quote(k)) -%}{%- endfor -%}
+  {%- set pick = [] -%}
+  {%- for n in names -%}
+    {%- set q = dbt_ivm.ivm_quote(n) -%}
+    {%- do same.append('f.' ~ q ~ ' <=> l.' ~ q) -%}
+    {%- do pick.append('case when l.__ivm_is_new then l.' ~ q ~ ' else f.' ~ q ~ ' end as ' ~ q) -%}
+  {%- endfor -%}
   {%- set sql -%}
-with __ivm_window as (
-  select *,
-    _change_type in ('insert', 'update_postimage') as __ivm_is_new,
-    row_number() over (partition by {{ key }} order by _commit_version, case when _change_type in ('update_preimage', 'delete') then 0 else 1 end) as __ivm_first,
-    row_number() over (partition by {{ key }} order by _commit_version desc, case when _change_type in ('update_preimage', 'delete') then 0 else 1 end desc) as __ivm_last
+select {{ pick | join(', ') }}, not f.__ivm_is_new as __ivm_old, l.__ivm_is_new as __ivm_new
+from (
+  select min_by({{ image }}, {{ order }}) as f, max_by({{ image }}, {{ order }}) as l
   from ({{ dbt_ivm.ivm_log_window(up, after, upto) }}) __ivm_log
-)
-select {{ sel_new | join(', ') }},
-  not f.__ivm_is_new as __ivm_old,
-  l.__ivm_is_new as __ivm_new
-from (select * from __ivm_window where __ivm_first = 1) f
-join (select * from __ivm_window where __ivm_last = 1) l on {{ key_match | join(' and ') }}
-where not (not f.__ivm_is_new and l.__ivm_is_new and {{ same | join(' and ') }})
-  and (not f.__ivm_is_new or l.__ivm_is_new)
+  group by {{ key | join(', ') }}
+) __ivm_net
+where (not f.__ivm_is_new or l.__ivm_is_new)
+  and not (not f.__ivm_is_new and l.__ivm_is_new and {{ same | join(' and ') }})
   {%- endset -%}
   {{ return(sql) }}
 {% endmacro %}
 
-{#- The upstream as it was at `version` (none: before any logged change), read from the
-    current table and compensated with the log rows written after `version`: rows changed
-    later are replaced by their first old image. Exact as long as the log is written
-    before (or with) the table, the write-ahead contract in the README. -#}
+{#- The upstream as of `version`, for reading it in a refresh.
+    * append-only: exactly the rows up to the watermark value `version`;
+    * change log: the table as it is. A writer may commit while the refresh reads; the
+      refresh then notices that the log advanced (ivm_current_versions is read again at
+      the end) and flags the next run to re-apply by key, which repairs any row read
+      ahead of `version`. This needs the log written no later than the table (the
+      write-ahead contract in the README); Delta's change data feed is atomic. -#}
 {% macro ivm_snapshot_sql(up, columns, version) %}
   {{ return(adapter.dispatch('ivm_snapshot_sql', 'dbt_ivm')(up, columns, version)) }}
 {% endmacro %}
 
 {% macro default__ivm_snapshot_sql(up, columns, version) %}
-  {%- set cols = dbt_ivm.ivm_quote_all(columns | map(attribute='name')) | list -%}
-  {%- if up.kind == 'append_only' -%}
-    {%- if version is none -%}
-      {{ return('(select ' ~ cols | join(', ') ~ ' from ' ~ up.relation ~ ' where false)') }}
-    {%- endif -%}
-    {{ return('(select ' ~ cols | join(', ') ~ ' from ' ~ up.relation ~ ' where ' ~ dbt_ivm.ivm_quote(up.watermark) ~ ' <= ' ~ dbt_ivm.ivm_version_literal(up, version, columns) ~ ')') }}
+  {%- if up.kind != 'append_only' -%}
+    {{ return(up.relation | string) }}
   {%- endif -%}
-  {%- set key_match = [] -%}
-  {%- for k in up.unique_key -%}{%- do key_match.append('__ivm_t.' ~ dbt_ivm.ivm_quote(k) ~ ' <=> __ivm_l.' ~ dbt_ivm.ivm_quote(k)) -%}{%- endfor -%}
-  {%- set key = dbt_ivm.ivm_quote_all(up.unique_key) | join(', ') -%}
-  {%- set sql -%}
-(select {{ cols | join(', ') }} from {{ up.relation }} __ivm_t
-   left anti join ({{ dbt_ivm.ivm_log_window(up, version, none) }}) __ivm_l on {{ key_match | join(' and ') }}
- union all
- select {{ cols | join(', ') }} from (
-   select *, row_number() over (partition by {{ key }} order by _commit_version, case when _change_type in ('update_preimage', 'delete') then 0 else 1 end) as __ivm_first
-   from ({{ dbt_ivm.ivm_log_window(up, version, none) }}) __ivm_later
- ) __ivm_f where __ivm_first = 1 and _change_type in ('update_preimage', 'delete'))
-  {%- endset -%}
-  {{ return(sql) }}
+  {%- set cols = dbt_ivm.ivm_quote_all(columns | map(attribute='name')) | join(', ') -%}
+  {%- if version is none -%}
+    {{ return('(select ' ~ cols ~ ' from ' ~ up.relation ~ ' where false)') }}
+  {%- endif -%}
+  {{ return('(select ' ~ cols ~ ' from ' ~ up.relation ~ ' where ' ~ dbt_ivm.ivm_quote(up.watermark) ~ ' <= ' ~ dbt_ivm.ivm_version_literal(up, version, columns) ~ ')') }}
+{% endmacro %}
+
+{#- True when a change log advanced past the versions a refresh fixed at its start. -#}
+{% macro ivm_logs_advanced(upstreams, versions) %}
+  {%- set logged = upstreams | selectattr('kind', 'equalto', 'change_log') | list -%}
+  {%- if not logged -%}{{ return(false) }}{%- endif -%}
+  {%- set now = dbt_ivm.ivm_current_versions(logged) -%}
+  {%- for up in logged if now[up.name] != versions[up.name] -%}
+    {{ return(true) }}
+  {%- endfor -%}
+  {{ return(false) }}
 {% endmacro %}

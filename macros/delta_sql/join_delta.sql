@@ -64,11 +64,13 @@
 
 {#- How to find, in the view aliased `alias`, the rows of the changed slices:
     {'joins': left joins against the change sets (one row per key, so no row is
-    duplicated), 'flag': a boolean that is true exactly for those rows}. -#}
-{% macro ivm_join_delete_predicates(plan, alias) %}
+    duplicated), 'flag': a boolean that is true exactly for those rows}. Upstreams whose
+    changes are insert-only have no rows in the view to delete (DEL is skipped), unless a
+    repair re-applies a refresh that may have inserted them already. -#}
+{% macro ivm_join_delete_predicates(plan, alias, repair) %}
   {%- set joins = [] -%}
   {%- set flags = [] -%}
-  {%- for p in plan if p.changed -%}
+  {%- for p in plan if p.changed and (repair or p.get('old', 0) > 0) -%}
     {%- if p.up.kind == 'change_log' -%}
       {%- set k = '__ivm_k_' ~ p.index -%}
       {%- set keys = dbt_ivm.ivm_quote_all(p.up.unique_key) | join(', ') -%}

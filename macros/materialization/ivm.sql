@@ -35,10 +35,14 @@
   {%- set template = dbt_ivm.ivm_rewrite_template(analysis.parsed, hidden) -%}
   {%- set declarations = [] -%}
   {%- for p in plan -%}{%- do declarations.append([p.up.name, p.up.kind, p.up.unique_key, p.up.watermark, p.up.change_log | string]) -%}{%- endfor -%}
-  {%- set definition_hash = local_md5(sql ~ tojson(declarations) ~ tojson(settings.partition_by)) -%}
+  {#- layout and comments do not change the definition: hash the significant tokens -#}
+  {%- set tk = analysis.parsed.tk -%}
+  {%- set words = [] -%}
+  {%- for i in tk.sig -%}{%- do words.append(tk.tokens[i].v) -%}{%- endfor -%}
+  {%- set definition_hash = local_md5(words | join(' ') ~ tojson(declarations) ~ tojson(settings.partition_by)) -%}
   {%- set state = dbt_ivm.ivm_read_state(model.unique_id) -%}
   {%- set versions_to = dbt_ivm.ivm_current_versions(plan | map(attribute='up') | list) -%}
-  {%- do entry.update({'versions_to': versions_to, 'definition_hash': definition_hash}) -%}
+  {%- do entry.update({'versions_to': versions_to, 'definition_hash': definition_hash, 'watch': plan | map(attribute='up') | list}) -%}
 
   {#- upstream versions are fixed: changes committed from here on wait for the next run -#}
   {{ run_hooks(pre_hooks) }}

@@ -55,16 +55,23 @@
 {% macro ivm_build_full(target, existing, build_sql, definition_sql, settings, entry) %}
   {%- do entry.update({'status': 'started'}) -%}
   {%- do dbt_ivm.ivm_log_refresh(model, target, entry) -%}
-  {%- if existing is not none -%}{%- do adapter.drop_relation(existing) -%}{%- endif -%}
-  {%- call statement('main') -%}
-    create table {{ target }} using parquet
-    {% if settings.partition_by %}partitioned by ({{ dbt_ivm.ivm_quote_all(settings.partition_by) | join(', ') }}){% endif %}
-    as {{ build_sql }}
-  {%- endcall -%}
+  {%- if settings.partition_by -%}
+    {%- if existing is not none -%}{%- do adapter.drop_relation(existing) -%}{%- endif -%}
+    {%- call statement('main') -%}
+      create table {{ target }} using parquet
+      options (partitionOverwriteMode 'dynamic')
+      partitioned by ({{ dbt_ivm.ivm_quote_all(settings.partition_by) | join(', ') }})
+      as {{ build_sql }}
+    {%- endcall -%}
+  {%- else -%}
+    {%- do dbt_ivm.ivm_build_generation(target, existing, build_sql) -%}
+  {%- endif -%}
   {%- set definition_view = dbt_ivm.ivm_definition_view(target) -%}
   {%- do run_query('create or replace view ' ~ definition_view ~ ' as ' ~ definition_sql) -%}
   {%- set rows = run_query('select count(*) from ' ~ target).rows[0][0] -%}
-  {%- do entry.update({'status': 'success', 'rows_inserted': rows, 'rows_deleted': 0, 'duration_s': dbt_ivm.ivm_seconds_since(entry.started_at)}) -%}
+  {%- do entry.update({'status': 'success', 'rows_inserted': rows, 'rows_deleted': 0,
+                       'logs_advanced': dbt_ivm.ivm_logs_advanced(entry.get('watch', []), entry.get('versions_to', {})),
+                       'duration_s': dbt_ivm.ivm_seconds_since(entry.started_at)}) -%}
   {%- do dbt_ivm.ivm_log_refresh(model, target, entry) -%}
   {{ log('dbt_ivm: ' ~ model.name ~ ': full build (' ~ entry.reason ~ '), ' ~ rows ~ ' rows', info=true) }}
 {% endmacro %}
@@ -78,33 +85,39 @@
   {%- set versions_from = state.last_success.versions -%}
   {%- set prefix = '__ivm_' ~ modules.re.sub('[^A-Za-z0-9_]', '_', target.identifier) -%}
   {%- set temp_views = [] -%}
-  {%- set change_rows = {} -%}
-  {%- set nv = namespace(any_change=false, any_old=false) -%}
+  {%- set counters = [] -%}
   {%- for p in plan -%}
     {%- set after = versions_from.get(p.up.name) -%}
-    {%- do p.update({'from': after, 'to': entry.versions_to[p.up.name], 'change_view': none, 'has_new': false}) -%}
+    {%- do p.update({'from': after, 'to': entry.versions_to[p.up.name], 'change_view': none}) -%}
     {%- do p.update({'changed': p['from'] != p.to}) -%}
     {%- if p.changed and p.up.kind == 'change_log' -%}
       {%- set view = prefix ~ '_chg_' ~ p.up.short -%}
       {%- do temp_views.append(view) -%}
+      {%- do p.update({'change_view': view}) -%}
       {%- do run_query('cache table ' ~ view ~ ' as ' ~ dbt_ivm.ivm_netted_changes_sql(p.up, p.columns, after, p.to)) -%}
-      {%- set counts = run_query('select count(*), count_if(__ivm_old), count_if(__ivm_new) from ' ~ view).rows[0] -%}
-      {%- do p.update({'change_view': view, 'has_new': counts[2] > 0}) -%}
-      {%- do change_rows.update({p.up.name: counts[0]}) -%}
-      {%- if counts[1] > 0 -%}{%- set nv.any_old = true -%}{%- endif -%}
-      {%- if counts[0] > 0 -%}{%- set nv.any_change = true -%}{%- endif -%}
+      {%- do counters.append('(select named_struct(\'rows\', count(*), \'old\', count_if(__ivm_old), \'new\', count_if(__ivm_new)) from ' ~ view ~ ')') -%}
     {%- elif p.changed -%}
-      {%- set n = run_query('select count(*) from ' ~ p.up.relation ~ ' where ' ~ dbt_ivm.ivm_watermark_window(p)).rows[0][0] -%}
-      {%- do p.update({'has_new': n > 0}) -%}
-      {%- do change_rows.update({p.up.name: n}) -%}
-      {%- if n > 0 -%}{%- set nv.any_change = true -%}{%- endif -%}
+      {%- do counters.append('(select named_struct(\'rows\', count(*), \'old\', 0L, \'new\', count(*)) from ' ~ p.up.relation ~ ' where ' ~ dbt_ivm.ivm_watermark_window(p) ~ ')') -%}
     {%- endif -%}
   {%- endfor -%}
+  {%- set changed = plan | selectattr('changed') | list -%}
+  {%- set change_rows = {} -%}
+  {%- set nv = namespace(rows=0, old=0) -%}
+  {%- if counters -%}
+    {%- set counts = run_query('select to_json(array(' ~ counters | join(', ') ~ '))').rows[0][0] -%}
+    {%- for c in fromjson(counts) -%}
+      {%- set p = changed[loop.index0] -%}
+      {%- do p.update({'has_new': c.new > 0, 'old': c.old}) -%}
+      {%- do change_rows.update({p.up.name: c.rows}) -%}
+      {%- set nv.rows = nv.rows + c.rows -%}
+      {%- set nv.old = nv.old + c.old -%}
+    {%- endfor -%}
+  {%- endif -%}
   {%- do entry.update({'versions_from': versions_from, 'change_rows': change_rows}) -%}
 
-  {%- if not nv.any_change and not state.interrupted -%}
+  {%- if nv.rows == 0 and not state.repair -%}
     {%- call statement('main') -%}select 'no changes' as dbt_ivm_refresh{%- endcall -%}
-    {%- set reason = 'no upstream changes' if change_rows | length == 0 else 'upstream changes cancel out' -%}
+    {%- set reason = 'no upstream changes' if not changed else 'upstream changes cancel out' -%}
     {%- do entry.update({'status': 'success', 'path': 'no-op', 'reason': reason, 'rows_inserted': 0, 'rows_deleted': 0, 'duration_s': dbt_ivm.ivm_seconds_since(entry.started_at)}) -%}
     {%- do dbt_ivm.ivm_log_refresh(model, target, entry) -%}
     {%- do dbt_ivm.ivm_drop_temp_views(temp_views) -%}
@@ -114,16 +127,23 @@
 
   {%- set columns = adapter.get_columns_in_relation(target) | map(attribute='name') | list -%}
   {%- set insert_view = prefix ~ '_ins' -%}
-  {%- do temp_views.append(insert_view) -%}
   {%- set insert_sql = dbt_ivm.ivm_join_insert_sql(template, plan) -%}
   {%- if insert_sql -%}
+    {%- do temp_views.append(insert_view) -%}
     {%- do run_query('cache table ' ~ insert_view ~ ' as ' ~ insert_sql) -%}
+    {%- set rows_inserted = run_query('select count(*) from ' ~ insert_view).rows[0][0] -%}
   {%- else -%}
-    {%- do run_query('create or replace temporary view ' ~ insert_view ~ ' as select * from ' ~ target ~ ' where false') -%}
+    {%- set insert_view = '(select * from ' ~ target ~ ' where false)' -%}
+    {%- set rows_inserted = 0 -%}
   {%- endif -%}
-  {%- set rows_inserted = run_query('select count(*) from ' ~ insert_view).rows[0][0] if insert_sql else 0 -%}
-  {%- set rewrite = nv.any_old or state.interrupted -%}
-  {%- set reason = ('repairing an interrupted refresh; ' if state.interrupted else '') ~ ('deletes or updates: rewrite' if rewrite else 'insert-only: append') -%}
+  {%- set rewrite = nv.old > 0 or state.repair -%}
+  {%- set steps = [] -%}
+  {%- for p in changed if change_rows[p.up.name] > 0 or state.repair -%}
+    {%- set does = (['DEL'] if rewrite and (p.old > 0 or state.repair) else []) + (['INS'] if p.has_new else []) -%}
+    {%- do steps.append(p.up.name ~ ': ' ~ (does | join('+') or 'none')) -%}
+  {%- endfor -%}
+  {%- do entry.update({'message': steps | sort | join('; ')}) -%}
+  {%- set reason = ((state.repair ~ ', re-applying by key; ') if state.repair else '') ~ ('deletes or updates: rewrite' if rewrite else 'insert-only: append') -%}
   {%- do entry.update({'status': 'started', 'path': 'incremental', 'reason': reason}) -%}
   {%- do dbt_ivm.ivm_log_refresh(model, target, entry) -%}
 
@@ -131,64 +151,66 @@
     {%- do dbt_ivm.ivm_apply_append(target, columns, insert_view) -%}
     {%- set rows_deleted = 0 -%}
   {%- else -%}
-    {%- set predicates = dbt_ivm.ivm_join_delete_predicates(plan, '__ivm_v') -%}
+    {%- set predicates = dbt_ivm.ivm_join_delete_predicates(plan, '__ivm_v', state.repair is not none) -%}
     {%- if settings.partition_by -%}
-      {%- set rows_deleted = dbt_ivm.ivm_rewrite_partitions(target, columns, insert_view, predicates, settings.partition_by, prefix, temp_views) -%}
+      {%- set rows_deleted = dbt_ivm.ivm_rewrite_partitions(target, columns, insert_view, predicates, settings.partition_by) -%}
     {%- else -%}
       {%- set rows_deleted = run_query('select count(*) from ' ~ target ~ ' __ivm_v ' ~ predicates.joins | join(' ') ~ ' where ' ~ predicates.flag).rows[0][0] -%}
       {%- do dbt_ivm.ivm_apply_rewrite(target, columns, insert_view, predicates) -%}
     {%- endif -%}
   {%- endif -%}
   {%- do dbt_ivm.ivm_drop_temp_views(temp_views) -%}
-  {%- do entry.update({'status': 'success', 'rows_inserted': rows_inserted, 'rows_deleted': rows_deleted, 'duration_s': dbt_ivm.ivm_seconds_since(entry.started_at)}) -%}
+  {%- do entry.update({'status': 'success', 'rows_inserted': rows_inserted, 'rows_deleted': rows_deleted,
+                       'logs_advanced': dbt_ivm.ivm_logs_advanced(plan | map(attribute='up') | list, entry.versions_to),
+                       'duration_s': dbt_ivm.ivm_seconds_since(entry.started_at)}) -%}
   {%- do dbt_ivm.ivm_log_refresh(model, target, entry) -%}
   {{ log('dbt_ivm: ' ~ model.name ~ ': incremental (' ~ reason ~ '), -' ~ rows_deleted ~ ' +' ~ rows_inserted ~ ' rows in ' ~ entry.duration_s ~ ' s', info=true) }}
 {% endmacro %}
 
-{#- Partitioned table: overwrite only the partitions that lose or gain rows. Returns the
-    number of rows deleted. -#}
-{% macro ivm_rewrite_partitions(target, columns, insert_view, predicates, partition_by, prefix, temp_views) %}
-  {%- set pcols = dbt_ivm.ivm_quote_all(partition_by) | list -%}
-  {%- set affected_view = prefix ~ '_parts' -%}
-  {%- do temp_views.append(affected_view) -%}
-  {%- set vcols = [] -%}
-  {%- for c in pcols -%}{%- do vcols.append('__ivm_v.' ~ c) -%}{%- endfor -%}
-  {%- set match_di = [] -%}
-  {%- for c in pcols -%}{%- do match_di.append('d.' ~ c ~ ' <=> i.' ~ c) -%}{%- endfor -%}
-  {%- set pick = [] -%}
-  {%- for c in pcols -%}{%- do pick.append('case when d.__ivm_deleted is not null then d.' ~ c ~ ' else i.' ~ c ~ ' end as ' ~ c) -%}{%- endfor -%}
-  {%- do run_query('cache table ' ~ affected_view ~ ' as with deleted as (select ' ~ vcols | join(', ') ~ ', count(*) as __ivm_deleted from ' ~ target ~ ' __ivm_v ' ~ predicates.joins | join(' ') ~ ' where ' ~ predicates.flag ~ ' group by ' ~ vcols | join(', ') ~ '), inserted as (select ' ~ pcols | join(', ') ~ ', count(*) as __ivm_inserted from ' ~ insert_view ~ ' group by ' ~ pcols | join(', ') ~ ') select ' ~ pick | join(', ') ~ ', coalesce(d.__ivm_deleted, 0) as __ivm_deleted, coalesce(i.__ivm_inserted, 0) as __ivm_inserted from deleted d full outer join inserted i on ' ~ match_di | join(' and ')) -%}
-  {%- set match_a = [] -%}
-  {%- for c in pcols -%}{%- do match_a.append('a.' ~ c ~ ' <=> t.' ~ c) -%}{%- endfor -%}
-  {%- set tcols = [] -%}
-  {%- for c in pcols -%}{%- do tcols.append('a.' ~ c) -%}{%- endfor -%}
-  {%- set rows = run_query('select ' ~ tcols | join(', ') ~ ', a.__ivm_deleted, a.__ivm_inserted, (select count(*) from ' ~ target ~ ' t where ' ~ match_a | join(' and ') ~ ') as __ivm_total from ' ~ affected_view ~ ' a').rows -%}
+{#- Partitioned table: overwrite only the partitions that lose or gain rows, then drop the
+    ones left empty (dynamic overwrite never empties a partition). Returns rows deleted. -#}
+{% macro ivm_rewrite_partitions(target, columns, insert_view, predicates, partition_by) %}
+  {%- set pcols = dbt_ivm.ivm_quote_all(partition_by) -%}
+  {%- set types = {} -%}
+  {%- for c in adapter.get_columns_in_relation(target) -%}{%- do types.update({c.name | lower: c.data_type}) -%}{%- endfor -%}
+  {%- set as_text = [] -%}
+  {%- for c in pcols -%}{%- do as_text.append('cast(__ivm_v.' ~ c ~ ' as string)') -%}{%- endfor -%}
+  {%- set losing = run_query('select ' ~ as_text | join(', ') ~ ', count(*), count_if(' ~ predicates.flag ~ ') from ' ~ target ~ ' __ivm_v '
+      ~ predicates.joins | join(' ') ~ ' group by ' ~ as_text | join(', ') ~ ' having count_if(' ~ predicates.flag ~ ') > 0').rows -%}
+  {%- set gaining = run_query('select distinct ' ~ as_text | join(', ') ~ ' from ' ~ insert_view ~ ' __ivm_v').rows -%}
+  {%- set n = pcols | length -%}
+  {%- set gained = [] -%}
+  {%- for r in gaining -%}{%- do gained.append(tojson(r[:n] | list)) -%}{%- endfor -%}
+  {%- set affected = {} -%}
   {%- set emptied = [] -%}
   {%- set ns = namespace(deleted=0) -%}
-  {%- for r in rows -%}
-    {%- set n = pcols | length -%}
-    {%- set ns.deleted = ns.deleted + r[n] -%}
-    {%- if r[n + 2] - r[n] + r[n + 1] == 0 -%}
+  {%- for r in (losing | list) + (gaining | list) -%}
+    {%- set values = r[:n] | list -%}
+    {%- do affected.update({tojson(values): values}) -%}
+  {%- endfor -%}
+  {%- for r in losing -%}
+    {%- set ns.deleted = ns.deleted + r[n + 1] -%}
+    {%- if r[n] == r[n + 1] and tojson(r[:n] | list) not in gained -%}
       {%- set spec = [] -%}
-      {%- for c in pcols -%}{%- do spec.append(c ~ ' = ' ~ dbt_ivm.ivm_partition_literal(r[loop.index0])) -%}{%- endfor -%}
+      {%- for c in pcols -%}{%- do spec.append(c ~ ' = ' ~ (dbt_ivm.ivm_string_literal(r[loop.index0]) if r[loop.index0] is not none else 'null')) -%}{%- endfor -%}
       {%- do emptied.append(spec | join(', ')) -%}
     {%- endif -%}
   {%- endfor -%}
-  {%- do dbt_ivm.ivm_apply_partition_rewrite(target, columns, insert_view, predicates, partition_by, affected_view, emptied) -%}
+  {%- set in_affected = [] -%}
+  {%- for values in affected.values() -%}
+    {%- set match = [] -%}
+    {%- for c in partition_by -%}
+      {%- set v = values[loop.index0] -%}
+      {%- do match.append('__ivm_v.' ~ dbt_ivm.ivm_quote(c) ~ ' <=> ' ~ ('cast(' ~ dbt_ivm.ivm_string_literal(v) ~ ' as ' ~ types[c] ~ ')' if v is not none else 'null')) -%}
+    {%- endfor -%}
+    {%- do in_affected.append('(' ~ match | join(' and ') ~ ')') -%}
+  {%- endfor -%}
+  {%- do dbt_ivm.ivm_apply_partition_rewrite(target, columns, insert_view, predicates, '(' ~ in_affected | join(' or ') ~ ')', emptied) -%}
   {{ return(ns.deleted) }}
 {% endmacro %}
 
-{% macro ivm_partition_literal(value) %}
-  {%- if value is none -%}{{ return('null') }}{%- endif -%}
-  {%- if value is sameas true or value is sameas false -%}{{ return(value | string | lower) }}{%- endif -%}
-  {{ return(dbt_ivm.ivm_string_literal(value | string)) }}
-{% endmacro %}
-
-{#- Views are dropped newest first: a cached view is resolved when uncached, so the views
-    it reads must still exist. -#}
 {% macro ivm_drop_temp_views(names) %}
   {%- for name in names | reverse -%}
-    {%- do run_query('uncache table if exists ' ~ name) -%}
     {%- do run_query('drop view if exists ' ~ name) -%}
   {%- endfor -%}
 {% endmacro %}

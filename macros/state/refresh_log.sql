@@ -1,8 +1,9 @@
 {#- The refresh log: one append-only table per state schema. Each refresh writes a
     'started' row before it changes the table and a 'success' row after; the stored
     upstream versions of a model are the versions_to of its latest 'success' row. A
-    'started' row with nothing after it marks an interrupted refresh, which the next run
-    repairs by re-applying idempotently. -#}
+    'started' row with nothing after it marks an interrupted refresh, and a 'success' row
+    with logs_advanced marks a refresh during which an upstream change log advanced: in
+    both cases the next run re-applies by key (idempotent) instead of appending. -#}
 
 {% macro ivm_refresh_log_relation() %}
   {%- set state_schema = var('dbt_ivm_state_schema', none) or target.schema -%}
@@ -16,15 +17,27 @@
 {% macro default__ivm_ensure_refresh_log() %}
   {%- set log = dbt_ivm.ivm_refresh_log_relation() -%}
   {%- do run_query('create schema if not exists ' ~ log.without_identifier()) -%}
-  {%- do run_query('create table if not exists ' ~ log ~ ' (
-      refresh_id string, model string, relation string, status string, path string, reason string,
-      started_at timestamp, logged_at timestamp, duration_s double,
-      versions_from map<string, string>, versions_to map<string, string>, change_rows map<string, bigint>,
-      rows_deleted bigint, rows_inserted bigint, definition_hash string, message string) using parquet') -%}
+  {%- do run_query('create table if not exists ' ~ log ~ ' (' ~ dbt_ivm.ivm_refresh_log_columns() | join(', ') ~ ', model string)
+      using parquet partitioned by (model) options (partitionOverwriteMode \'dynamic\')') -%}
   {{ return(log) }}
 {% endmacro %}
 
-{#- {'last_success': row dict or none, 'interrupted': bool} for one model. -#}
+{#- Columns of the refresh log before the partition column `model`. -#}
+{% macro ivm_refresh_log_columns() %}
+  {{ return(['refresh_id string', 'relation string', 'status string', 'path string', 'reason string',
+             'started_at timestamp', 'logged_at timestamp', 'duration_s double',
+             'versions_from map<string, string>', 'versions_to map<string, string>', 'change_rows map<string, bigint>',
+             'rows_deleted bigint', 'rows_inserted bigint', 'logs_advanced boolean', 'definition_hash string', 'message string']) }}
+{% endmacro %}
+
+{#- Create the refresh log once per invocation (on-run-start), before models run in parallel. -#}
+{% macro ivm_on_run_start() %}
+  {%- if execute and graph.nodes.values() | selectattr('config.materialized', 'equalto', 'ivm') | list -%}
+    {%- do dbt_ivm.ivm_ensure_refresh_log() -%}
+  {%- endif -%}
+{% endmacro %}
+
+{#- {'last_success': row dict or none, 'repair': why the next run must re-apply by key, or none}. -#}
 {% macro ivm_read_state(model_id) %}
   {{ return(adapter.dispatch('ivm_read_state', 'dbt_ivm')(model_id)) }}
 {% endmacro %}
@@ -32,38 +45,42 @@
 {% macro default__ivm_read_state(model_id) %}
   {%- set log = dbt_ivm.ivm_refresh_log_relation() -%}
   {%- set m = dbt_ivm.ivm_string_literal(model_id) -%}
-  {%- set rows = run_query('select status, to_json(versions_to), definition_hash, path from ' ~ log ~ ' where model = ' ~ m ~ '
+  {%- set rows = run_query('select status, to_json(versions_to), definition_hash, path, logs_advanced from ' ~ log ~ ' where model = ' ~ m ~ '
       and logged_at >= coalesce((select max(logged_at) from ' ~ log ~ ' where model = ' ~ m ~ " and status = 'success'), timestamp'1970-01-01')
       order by logged_at").rows -%}
-  {%- set state = {'last_success': none, 'interrupted': false} -%}
+  {%- set state = {'last_success': none, 'repair': none} -%}
   {%- for r in rows -%}
     {%- if r[0] == 'success' -%}
-      {%- do state.update({'last_success': {'versions': fromjson(r[1]) if r[1] else {}, 'definition_hash': r[2], 'path': r[3]}, 'interrupted': false}) -%}
+      {%- do state.update({'last_success': {'versions': fromjson(r[1]) if r[1] else {}, 'definition_hash': r[2], 'path': r[3]},
+                           'repair': 'an upstream change log advanced during the last refresh' if r[4] else none}) -%}
     {%- elif r[0] == 'started' -%}
-      {%- do state.update({'interrupted': true}) -%}
+      {%- do state.update({'repair': 'the last refresh was interrupted'}) -%}
     {%- endif -%}
   {%- endfor -%}
   {{ return(state) }}
 {% endmacro %}
 
 {#- Append one row. entry: refresh_id, status, path, reason, started_at, duration_s,
-    versions_from, versions_to, change_rows, rows_deleted, rows_inserted, definition_hash, message. -#}
+    versions_from, versions_to, change_rows, rows_deleted, rows_inserted, logs_advanced, definition_hash, message. -#}
 {% macro ivm_log_refresh(model, relation, entry) %}
   {{ return(adapter.dispatch('ivm_log_refresh', 'dbt_ivm')(model, relation, entry)) }}
 {% endmacro %}
 
 {% macro default__ivm_log_refresh(model, relation, entry) %}
   {%- set log = dbt_ivm.ivm_refresh_log_relation() -%}
+  {%- set model_id = dbt_ivm.ivm_string_literal(model.unique_id) -%}
   {%- set values = [
-      dbt_ivm.ivm_string_literal(entry.refresh_id), dbt_ivm.ivm_string_literal(model.unique_id),
-      dbt_ivm.ivm_string_literal(relation | string), dbt_ivm.ivm_string_literal(entry.status),
-      dbt_ivm.ivm_string_literal(entry.path), dbt_ivm.ivm_string_literal(entry.get('reason')),
+      dbt_ivm.ivm_string_literal(entry.refresh_id), dbt_ivm.ivm_string_literal(relation | string),
+      dbt_ivm.ivm_string_literal(entry.status), dbt_ivm.ivm_string_literal(entry.path), dbt_ivm.ivm_string_literal(entry.get('reason')),
       "timestamp'" ~ entry.started_at ~ "'", 'current_timestamp()', entry.get('duration_s', 'null') | string,
       dbt_ivm.ivm_map_literal(entry.get('versions_from', {}), 'string'), dbt_ivm.ivm_map_literal(entry.get('versions_to', {}), 'string'),
       dbt_ivm.ivm_map_literal(entry.get('change_rows', {}), 'bigint'),
       entry.get('rows_deleted', 'null') | string, entry.get('rows_inserted', 'null') | string,
-      dbt_ivm.ivm_string_literal(entry.get('definition_hash')), dbt_ivm.ivm_string_literal(entry.get('message'))] -%}
-  {%- do run_query('insert into ' ~ log ~ ' select ' ~ values | join(', ')) -%}
+      'true' if entry.get('logs_advanced') else 'false',
+      dbt_ivm.ivm_string_literal(entry.get('definition_hash')), dbt_ivm.ivm_string_literal(entry.get('message')), model_id] -%}
+  {#- rewrite this model's partition only: concurrent refreshes of other models write
+      other partitions, each staged in its own directory -#}
+  {%- do run_query('insert overwrite table ' ~ log ~ ' select * from ' ~ log ~ ' where model = ' ~ model_id ~ ' union all select ' ~ values | join(', ')) -%}
 {% endmacro %}
 
 {% macro ivm_string_literal(value) %}

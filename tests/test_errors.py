@@ -1,0 +1,133 @@
+"""Every restriction of a join-only ivm model fails with a message that names the model,
+the restriction code, the construct with its position, and the fix."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.support import IvmProject
+
+SOURCES = """\
+version: 2
+sources:
+  - name: shop
+    schema: {raw}
+    tables:
+      - name: orders
+        meta: {{ivm: {{unique_key: [order_id], change_log: orders_changes}}}}
+      - name: customers
+        meta: {{ivm: {{unique_key: [customer_id], change_log: customers_changes}}}}
+      - name: no_feed
+      - name: no_key
+        meta: {{ivm: {{change_log: no_key_changes}}}}
+      - name: no_log
+        meta: {{ivm: {{unique_key: [id], change_log: missing_changes}}}}
+"""
+
+ORDERS = "{{ source('shop', 'orders') }}"
+CUSTOMERS = "{{ source('shop', 'customers') }}"
+CONFIG = "{{ config(materialized='ivm') }}\n"
+
+# model name -> (SQL, fragments the error message must contain)
+BAD_MODELS: dict[str, tuple[str, list[str]]] = {
+    "missing_change_feed": (
+        f"select o.order_id, n.id from {ORDERS} o join {{{{ source('shop', 'no_feed') }}}} n on o.order_id = n.id",
+        ["IVM031", "upstream shop.no_feed", "line 2, column", "change_log:", "watermark:"],
+    ),
+    "missing_row_key": (
+        f"select o.order_id from {ORDERS} o join {{{{ source('shop', 'no_key') }}}} k on o.order_id = k.id",
+        ["IVM030", "upstream shop.no_key", "unique_key: [id]"],
+    ),
+    "missing_change_log": (
+        f"select o.order_id from {ORDERS} o join {{{{ source('shop', 'no_log') }}}} m on o.order_id = m.id",
+        ["IVM032", "missing_changes", "does not exist", "_commit_version"],
+    ),
+    "outer_join": (
+        f"select o.order_id, c.region from {ORDERS} o left join {CUSTOMERS} c on o.customer_id = c.customer_id",
+        ["IVM020", "LEFT OUTER JOIN", "line 2, column"],
+    ),
+    "cross_join": (
+        f"select o.order_id, c.region from {ORDERS} o cross join {CUSTOMERS} c",
+        ["IVM021", "CROSS JOIN"],
+    ),
+    "theta_join": (
+        f"select o.order_id from {ORDERS} o join {CUSTOMERS} c on o.customer_id < c.customer_id",
+        ["IVM021", "join condition without an equality"],
+    ),
+    "self_join": (
+        f"select a.order_id from {ORDERS} a join {ORDERS} b on a.order_id = b.customer_id",
+        ["IVM022", "upstream shop.orders read twice", "second upstream model"],
+    ),
+    "aggregate": (
+        f"select customer_id, sum(amount) as total from {ORDERS} group by customer_id",
+        ["IVM040", "GROUP BY"],
+    ),
+    "distinct": (
+        f"select distinct customer_id from {ORDERS}",
+        ["IVM041", "SELECT DISTINCT"],
+    ),
+    "random": (
+        f"select order_id, rand() as r from {ORDERS}",
+        ["IVM010", "rand()", "line 2, column 18"],
+    ),
+    "window": (
+        f"select order_id, row_number() over (order by amount) as rn from {ORDERS}",
+        ["IVM011", "window function"],
+    ),
+    "limit": (
+        f"select order_id from {ORDERS} limit 10",
+        ["IVM012", "LIMIT"],
+    ),
+    "union": (
+        f"select order_id from {ORDERS} union all select customer_id from {CUSTOMERS}",
+        ["IVM013", "UNION"],
+    ),
+    "subquery": (
+        f"select order_id from {ORDERS} where customer_id in (select customer_id from {CUSTOMERS})",
+        ["IVM014", "subquery in WHERE"],
+    ),
+    "explode": (
+        f"select order_id, x from {ORDERS} lateral view explode(array(1, 2)) t as x",
+        ["IVM015", "LATERAL VIEW"],
+    ),
+    "hardcoded_table": (
+        f"select o.order_id from {ORDERS} o join some_schema.some_table s on o.order_id = s.id",
+        ["IVM002", "some_schema.some_table", "ref() or source()"],
+    ),
+}
+
+
+@pytest.fixture(scope="module")
+def failures(project_factory) -> dict[str, str]:
+    project: IvmProject = project_factory("errors")
+    project.write("models/sources.yml", SOURCES.format(raw=project.raw))
+    project.create_table("orders", "order_id bigint, customer_id bigint, amount double")
+    project.create_table("customers", "customer_id bigint, region string")
+    project.logged_table("orders", ["order_id"])
+    project.logged_table("customers", ["customer_id"])
+    for table in ("no_feed", "no_key", "no_log"):
+        project.create_table(table, "id bigint")
+    project.logged_table("no_key", ["id"])
+    for name, (sql, _) in BAD_MODELS.items():
+        project.write(f"models/{name}.sql", CONFIG + sql + "\n")
+    project.write(
+        "models/bad_option.sql",
+        "{{ config(materialized='ivm', ivm_on_unsupported='ignore') }}\n"
+        f"select order_id from {ORDERS}\n",
+    )
+    return project.run_failures("--exclude", "ivm_refresh_log")
+
+
+@pytest.mark.parametrize("model", sorted(BAD_MODELS))
+def test_restriction_message(failures: dict[str, str], model: str) -> None:
+    message = failures[model]
+    assert f"Model '{model}'" in message
+    for fragment in BAD_MODELS[model][1]:
+        assert fragment in message, f"{fragment!r} missing from:\n{message}"
+
+
+def test_invalid_config_value_is_rejected(failures: dict[str, str]) -> None:
+    assert (
+        "Model 'bad_option': ivm_on_unsupported must be 'error' or 'full_rebuild', got 'ignore'"
+        in failures["bad_option"]
+    )

@@ -1,0 +1,194 @@
+"""Behaviour of one refresh: which steps run, what is written, what is recorded."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+
+from dbt_ivm.changelog import ChangeLoggedTable, Op, append_rows
+from tests.support import IvmProject
+
+SOURCES = """\
+version: 2
+sources:
+  - name: shop
+    schema: {raw}
+    tables:
+      - name: orders
+        meta: {{ivm: {{unique_key: [order_id], change_log: orders_changes}}}}
+      - name: customers
+        meta: {{ivm: {{unique_key: [customer_id], change_log: customers_changes}}}}
+      - name: visits
+        meta: {{ivm: {{watermark: seen_at}}}}
+"""
+
+ORDER_FACTS = """\
+    {{ config(materialized='ivm') }}
+    {% if var('inject_change', false) %}
+      {{ config(pre_hook=[
+        "insert into RAW.orders_changes select 50, 2, 5.0, 'insert', 99, current_timestamp()",
+        "insert into RAW.orders select 50, 2, 5.0"]) }}
+    {% endif %}
+    select o.order_id, o.amount, c.customer_id, c.region
+    from {{ source('shop', 'orders') }} o
+    join {{ source('shop', 'customers') }} c on o.customer_id = c.customer_id
+    """
+
+VISIT_FACTS = """\
+    {{ config(materialized='ivm') }}
+    select v.visit_id, v.seen_at, c.region
+    from {{ source('shop', 'visits') }} v
+    join {{ source('shop', 'customers') }} c on v.customer_id = c.customer_id
+    """
+
+
+class Shop:
+    def __init__(self, project: IvmProject) -> None:
+        self.project = project
+        project.create_table(
+            "orders", "order_id bigint, customer_id bigint, amount double",
+            [{"order_id": i, "customer_id": i % 3, "amount": float(i)} for i in range(1, 7)],
+        )
+        project.create_table(
+            "customers", "customer_id bigint, region string",
+            [{"customer_id": i, "region": r} for i, r in enumerate(["EU", "US", "APAC"])],
+        )
+        project.create_table("visits", "visit_id bigint, customer_id bigint, seen_at timestamp")
+        self.orders: ChangeLoggedTable = project.logged_table("orders", ["order_id"])
+        self.customers: ChangeLoggedTable = project.logged_table("customers", ["customer_id"])
+
+
+@pytest.fixture(scope="module")
+def project(project_factory) -> IvmProject:
+    project = project_factory("refresh")
+    project.write("models/sources.yml", SOURCES.format(raw=project.raw))
+    project.write("models/order_facts.sql", ORDER_FACTS.replace("RAW", project.raw))
+    project.write("models/visit_facts.sql", VISIT_FACTS)
+    return project
+
+
+@pytest.fixture()
+def shop(project: IvmProject) -> Shop:
+    shop = Shop(project)
+    project.run("--full-refresh")
+    assert project.last_refresh("order_facts")["path"] == "full"
+    return shop
+
+
+def table_files(project: IvmProject, model: str) -> tuple[str, dict[str, float]]:
+    location = project.spark.sql(f"describe table extended {project.schema}.{model}").where(
+        "col_name = 'Location'").first()[1]
+    path = Path(location.removeprefix("file:"))
+    return location, {f.name: f.stat().st_mtime for f in path.iterdir()}
+
+
+def test_no_op_run_changes_nothing(project: IvmProject, shop: Shop) -> None:
+    before = table_files(project, "order_facts")
+    project.run("--select", "order_facts")
+    refresh = project.last_refresh("order_facts")
+    assert refresh["path"] == "no-op"
+    assert refresh["reason"] == "no upstream changes"
+    assert (refresh["rows_inserted"], refresh["rows_deleted"]) == (0, 0)
+    assert table_files(project, "order_facts") == before
+
+
+def test_empty_batch_and_cancelling_changes_are_no_ops(project: IvmProject, shop: Shop) -> None:
+    shop.orders.apply([])
+    shop.orders.apply([Op("insert", {"order_id": 40, "customer_id": 1, "amount": 1.0}),
+                       Op("delete", {"order_id": 40})])
+    project.run("--select", "order_facts")
+    refresh = project.last_refresh("order_facts")
+    assert refresh["path"] == "no-op"
+    assert refresh["reason"] == "upstream changes cancel out"
+    assert not project.differences("order_facts")
+
+
+def test_insert_only_batch_appends_without_delete_step(project: IvmProject, shop: Shop) -> None:
+    location, files = table_files(project, "order_facts")
+    shop.orders.apply([Op("insert", {"order_id": 20, "customer_id": 1, "amount": 2.5}),
+                       Op("insert", {"order_id": 21, "customer_id": 9, "amount": 1.0})])
+    shop.customers.apply([Op("insert", {"customer_id": 9, "region": "LATAM"})])
+    project.run("--select", "order_facts")
+    refresh = project.last_refresh("order_facts")
+    assert refresh["path"] == "incremental"
+    assert refresh["reason"] == "insert-only: append"
+    assert refresh["message"] == "shop.customers: INS; shop.orders: INS"
+    assert (refresh["rows_deleted"], refresh["rows_inserted"]) == (0, 2)
+    new_location, new_files = table_files(project, "order_facts")
+    assert new_location == location, "an append must not rewrite the table"
+    assert set(files) < set(new_files), "existing files are kept, new ones added"
+    assert not project.differences("order_facts")
+
+
+def test_delete_only_batch_skips_insert_step(project: IvmProject, shop: Shop) -> None:
+    shop.orders.apply([Op("delete", {"order_id": 1}), Op("delete", {"order_id": 4})])
+    project.run("--select", "order_facts")
+    refresh = project.last_refresh("order_facts")
+    assert refresh["message"] == "shop.orders: DEL"
+    assert (refresh["rows_deleted"], refresh["rows_inserted"]) == (2, 0)
+    assert not project.differences("order_facts")
+
+
+def test_update_of_dimension_row_rebuilds_its_slice(project: IvmProject, shop: Shop) -> None:
+    shop.customers.apply([Op("update", {"customer_id": 1, "region": "MARS"})])
+    project.run("--select", "order_facts")
+    refresh = project.last_refresh("order_facts")
+    assert refresh["message"] == "shop.customers: DEL+INS"
+    assert refresh["rows_deleted"] == refresh["rows_inserted"] == 2
+    assert refresh["versions_from"] == {"shop.customers": None, "shop.orders": None}
+    assert refresh["versions_to"] == {"shop.customers": "0", "shop.orders": None}
+    assert not project.differences("order_facts")
+
+
+def test_change_committed_during_refresh_is_applied_next_run(project: IvmProject, shop: Shop) -> None:
+    # The pre-hook runs after the refresh fixed the upstream versions: it commits order 50
+    # (version 99) of customer 2, whose update this refresh applies by reading the orders
+    # table, which then already holds order 50.
+    shop.customers.apply([Op("update", {"customer_id": 2, "region": "MOON"})])
+    project.run("--select", "order_facts", "--vars", "{inject_change: true}")
+    first = project.last_refresh("order_facts")
+    assert first["versions_to"]["shop.orders"] is None
+    assert first["logs_advanced"] is True
+    project.run("--select", "order_facts")
+    second = project.last_refresh("order_facts")
+    assert second["versions_to"]["shop.orders"] == "99"
+    assert second["reason"].startswith("an upstream change log advanced during the last refresh")
+    assert not project.differences("order_facts")
+    assert project.spark.sql(f"select count(*) from {project.schema}.order_facts where order_id = 50").first()[0] == 1
+
+
+def test_append_only_upstream_reads_rows_above_watermark(project: IvmProject, shop: Shop) -> None:
+    visits = f"{project.raw}.visits"
+    append_rows(project.spark, visits, [{"visit_id": 1, "customer_id": 1, "seen_at": datetime(2026, 1, 1)}])
+    project.run("--select", "visit_facts")
+    append_rows(project.spark, visits, [{"visit_id": 2, "customer_id": 2, "seen_at": datetime(2026, 1, 2)},
+                                        {"visit_id": 3, "customer_id": 7, "seen_at": datetime(2026, 1, 3)}])
+    project.run("--select", "visit_facts")
+    refresh = project.last_refresh("visit_facts")
+    assert refresh["change_rows"] == {"shop.visits": 2}
+    assert refresh["versions_to"]["shop.visits"] == "2026-01-03 00:00:00"
+    assert refresh["reason"] == "insert-only: append"
+    assert not project.differences("visit_facts")
+
+
+def test_interrupted_refresh_is_repaired_by_next_run(project: IvmProject, shop: Shop) -> None:
+    log = f"{project.schema}.__ivm_refresh_log"
+    build = project.last_refresh("order_facts")
+    shop.orders.apply([Op("insert", {"order_id": 30, "customer_id": 2, "amount": 3.0})])
+    project.run("--select", "order_facts")
+    assert project.last_refresh("order_facts")["reason"] == "insert-only: append"
+    # What a crash after the append leaves: the table has the rows, the state does not.
+    for status in ("success", "started"):
+        project.spark.sql(
+            f"insert into {log} select refresh_id, relation, '{status}', path, reason, started_at, "
+            f"current_timestamp(), duration_s, versions_from, versions_to, change_rows, rows_deleted, "
+            f"rows_inserted, logs_advanced, definition_hash, message, model from {log} "
+            f"where refresh_id = '{build['refresh_id']}' and status = 'success'"
+        )
+    project.run("--select", "order_facts")
+    refresh = project.last_refresh("order_facts")
+    assert refresh["reason"] == "the last refresh was interrupted, re-applying by key; deletes or updates: rewrite"
+    assert refresh["message"] == "shop.orders: DEL+INS"
+    assert not project.differences("order_facts"), "re-applying must not duplicate the appended rows"
