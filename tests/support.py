@@ -116,12 +116,11 @@ class IvmProject:
         """Rows on one side only of table vs. definition (multiset), bookkeeping excluded."""
         table = f"{self.schema}.{model}"
         definition = f"{self.schema}.__ivm_def__{model}"
-        cols = ", ".join(
-            f"`{c}`" for c in self.spark.table(table).columns if not c.startswith("__ivm_")
+        cols = ", ".join(f"`{c}`" for c in self.spark.table(table).columns if not c.startswith("__ivm_"))
+        only_in_table = f"select {cols} from {table} except all select {cols} from {definition}"
+        only_in_definition = f"select {cols} from {definition} except all select {cols} from {table}"
+        query = (
+            f"select 'table' as side, * from ({only_in_table}) "
+            f"union all select 'definition' as side, * from ({only_in_definition})"
         )
-        query = f"""
-            select 'table' as side, * from (select {cols} from {table} except all select {cols} from {definition})
-            union all
-            select 'definition' as side, * from (select {cols} from {definition} except all select {cols} from {table})
-        """
         return [r.asDict() for r in self.spark.sql(query).collect()]

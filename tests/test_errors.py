@@ -31,7 +31,8 @@ CONFIG = "{{ config(materialized='ivm') }}\n"
 # model name -> (SQL, fragments the error message must contain)
 BAD_MODELS: dict[str, tuple[str, list[str]]] = {
     "missing_change_feed": (
-        f"select o.order_id, n.id from {ORDERS} o join {{{{ source('shop', 'no_feed') }}}} n on o.order_id = n.id",
+        f"select o.order_id, n.id from {ORDERS} o "
+        "join {{ source('shop', 'no_feed') }} n on o.order_id = n.id",
         ["IVM031", "upstream shop.no_feed", "line 2, column", "change_log:", "watermark:"],
     ),
     "missing_row_key": (
@@ -43,8 +44,9 @@ BAD_MODELS: dict[str, tuple[str, list[str]]] = {
         ["IVM032", "missing_changes", "does not exist", "_commit_version"],
     ),
     "outer_join": (
-        f"select o.order_id, c.region from {ORDERS} o left join {CUSTOMERS} c on o.customer_id = c.customer_id",
-        ["IVM020", "LEFT OUTER JOIN", "line 2, column"],
+        f"select o.order_id, c.region from {ORDERS} o\n"
+        f"left join {CUSTOMERS} c on o.customer_id = c.customer_id",
+        ["IVM020", "LEFT OUTER JOIN", "line 3, column 1"],
     ),
     "cross_join": (
         f"select o.order_id, c.region from {ORDERS} o cross join {CUSTOMERS} c",
@@ -112,8 +114,7 @@ def failures(project_factory) -> dict[str, str]:
         project.write(f"models/{name}.sql", CONFIG + sql + "\n")
     project.write(
         "models/bad_option.sql",
-        "{{ config(materialized='ivm', ivm_on_unsupported='ignore') }}\n"
-        f"select order_id from {ORDERS}\n",
+        f"{{{{ config(materialized='ivm', ivm_on_unsupported='ignore') }}}}\nselect order_id from {ORDERS}\n",
     )
     return project.run_failures("--exclude", "ivm_refresh_log")
 

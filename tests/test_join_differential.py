@@ -15,12 +15,18 @@ from tests.support import IvmProject
 
 JOIN_KEY = st.one_of(st.none(), st.integers(0, 2))
 TABLES: dict[str, dict[str, Any]] = {
-    "t1": {"columns": "id bigint, a int, c int, v string",
-           "values": {"a": JOIN_KEY, "c": JOIN_KEY, "v": st.sampled_from([None, "x", "y"])}},
-    "t2": {"columns": "id bigint, a int, b int, w int",
-           "values": {"a": JOIN_KEY, "b": JOIN_KEY, "w": st.one_of(st.none(), st.integers(0, 9))}},
-    "t3": {"columns": "id bigint, b int, x string",
-           "values": {"b": JOIN_KEY, "x": st.sampled_from([None, "p", "q"])}},
+    "t1": {
+        "columns": "id bigint, a int, c int, v string",
+        "values": {"a": JOIN_KEY, "c": JOIN_KEY, "v": st.sampled_from([None, "x", "y"])},
+    },
+    "t2": {
+        "columns": "id bigint, a int, b int, w int",
+        "values": {"a": JOIN_KEY, "b": JOIN_KEY, "w": st.one_of(st.none(), st.integers(0, 9))},
+    },
+    "t3": {
+        "columns": "id bigint, b int, x string",
+        "values": {"b": JOIN_KEY, "x": st.sampled_from([None, "p", "q"])},
+    },
 }
 
 SOURCES = """\
@@ -78,11 +84,15 @@ def project(project_factory) -> IvmProject:
 
 
 def draw_row(data: st.DataObject, table: str, key: int) -> dict[str, Any]:
-    values = {col: data.draw(strategy, label=f"{table}.{col}") for col, strategy in TABLES[table]["values"].items()}
+    values = {
+        col: data.draw(strategy, label=f"{table}.{col}") for col, strategy in TABLES[table]["values"].items()
+    }
     return {"id": key, **values}
 
 
-def draw_ops(data: st.DataObject, table: str, state: dict[int, dict[str, Any]], next_id: list[int]) -> list[Op]:
+def draw_ops(
+    data: st.DataObject, table: str, state: dict[int, dict[str, Any]], next_id: list[int]
+) -> list[Op]:
     """Up to 4 operations valid against the evolving state; one key may change several times."""
     ops: list[Op] = []
     for _ in range(data.draw(st.integers(0, 4), label=f"{table} op count")):

@@ -48,11 +48,13 @@ class Shop:
     def __init__(self, project: IvmProject) -> None:
         self.project = project
         project.create_table(
-            "orders", "order_id bigint, customer_id bigint, amount double",
+            "orders",
+            "order_id bigint, customer_id bigint, amount double",
             [{"order_id": i, "customer_id": i % 3, "amount": float(i)} for i in range(1, 7)],
         )
         project.create_table(
-            "customers", "customer_id bigint, region string",
+            "customers",
+            "customer_id bigint, region string",
             [{"customer_id": i, "region": r} for i, r in enumerate(["EU", "US", "APAC"])],
         )
         project.create_table("visits", "visit_id bigint, customer_id bigint, seen_at timestamp")
@@ -78,8 +80,11 @@ def shop(project: IvmProject) -> Shop:
 
 
 def table_files(project: IvmProject, model: str) -> tuple[str, dict[str, float]]:
-    location = project.spark.sql(f"describe table extended {project.schema}.{model}").where(
-        "col_name = 'Location'").first()[1]
+    location = (
+        project.spark.sql(f"describe table extended {project.schema}.{model}")
+        .where("col_name = 'Location'")
+        .first()[1]
+    )
     path = Path(location.removeprefix("file:"))
     return location, {f.name: f.stat().st_mtime for f in path.iterdir()}
 
@@ -96,8 +101,12 @@ def test_no_op_run_changes_nothing(project: IvmProject, shop: Shop) -> None:
 
 def test_empty_batch_and_cancelling_changes_are_no_ops(project: IvmProject, shop: Shop) -> None:
     shop.orders.apply([])
-    shop.orders.apply([Op("insert", {"order_id": 40, "customer_id": 1, "amount": 1.0}),
-                       Op("delete", {"order_id": 40})])
+    shop.orders.apply(
+        [
+            Op("insert", {"order_id": 40, "customer_id": 1, "amount": 1.0}),
+            Op("delete", {"order_id": 40}),
+        ]
+    )
     project.run("--select", "order_facts")
     refresh = project.last_refresh("order_facts")
     assert refresh["path"] == "no-op"
@@ -107,8 +116,12 @@ def test_empty_batch_and_cancelling_changes_are_no_ops(project: IvmProject, shop
 
 def test_insert_only_batch_appends_without_delete_step(project: IvmProject, shop: Shop) -> None:
     location, files = table_files(project, "order_facts")
-    shop.orders.apply([Op("insert", {"order_id": 20, "customer_id": 1, "amount": 2.5}),
-                       Op("insert", {"order_id": 21, "customer_id": 9, "amount": 1.0})])
+    shop.orders.apply(
+        [
+            Op("insert", {"order_id": 20, "customer_id": 1, "amount": 2.5}),
+            Op("insert", {"order_id": 21, "customer_id": 9, "amount": 1.0}),
+        ]
+    )
     shop.customers.apply([Op("insert", {"customer_id": 9, "region": "LATAM"})])
     project.run("--select", "order_facts")
     refresh = project.last_refresh("order_facts")
@@ -156,15 +169,24 @@ def test_change_committed_during_refresh_is_applied_next_run(project: IvmProject
     assert second["versions_to"]["shop.orders"] == "99"
     assert second["reason"].startswith("an upstream change log advanced during the last refresh")
     assert not project.differences("order_facts")
-    assert project.spark.sql(f"select count(*) from {project.schema}.order_facts where order_id = 50").first()[0] == 1
+    assert (
+        project.spark.sql(f"select count(*) from {project.schema}.order_facts where order_id = 50").first()[0]
+        == 1
+    )
 
 
 def test_append_only_upstream_reads_rows_above_watermark(project: IvmProject, shop: Shop) -> None:
     visits = f"{project.raw}.visits"
     append_rows(project.spark, visits, [{"visit_id": 1, "customer_id": 1, "seen_at": datetime(2026, 1, 1)}])
     project.run("--select", "visit_facts")
-    append_rows(project.spark, visits, [{"visit_id": 2, "customer_id": 2, "seen_at": datetime(2026, 1, 2)},
-                                        {"visit_id": 3, "customer_id": 7, "seen_at": datetime(2026, 1, 3)}])
+    append_rows(
+        project.spark,
+        visits,
+        [
+            {"visit_id": 2, "customer_id": 2, "seen_at": datetime(2026, 1, 2)},
+            {"visit_id": 3, "customer_id": 7, "seen_at": datetime(2026, 1, 3)},
+        ],
+    )
     project.run("--select", "visit_facts")
     refresh = project.last_refresh("visit_facts")
     assert refresh["change_rows"] == {"shop.visits": 2}
@@ -189,6 +211,53 @@ def test_interrupted_refresh_is_repaired_by_next_run(project: IvmProject, shop: 
         )
     project.run("--select", "order_facts")
     refresh = project.last_refresh("order_facts")
-    assert refresh["reason"] == "the last refresh was interrupted, re-applying by key; deletes or updates: rewrite"
+    assert (
+        refresh["reason"]
+        == "the last refresh was interrupted, re-applying by key; deletes or updates: rewrite"
+    )
     assert refresh["message"] == "shop.orders: DEL+INS"
     assert not project.differences("order_facts"), "re-applying must not duplicate the appended rows"
+
+
+def test_consistency_test_fails_on_a_tampered_table(project: IvmProject, shop: Shop) -> None:
+    project.write(
+        "models/order_facts.yml",
+        """\
+        version: 2
+        models:
+          - name: order_facts
+            data_tests: [dbt_ivm.consistent]
+        """,
+    )
+    project.dbt.invoke("test", "--select", "order_facts")
+    project.spark.sql(
+        f"insert into {project.schema}.order_facts (order_id, amount, customer_id, region) "
+        "values (999, 1.0, 1, 'NOWHERE')"
+    )
+    result = project.dbt.invoke("test", "--select", "order_facts", check=False)
+    assert not result.success, "the consistency test must fail on a row the definition does not produce"
+    project.run("--select", "order_facts", "--full-refresh")
+    project.dbt.invoke("test", "--select", "order_facts")
+
+
+def test_unsupported_model_can_opt_into_full_rebuild(project: IvmProject, shop: Shop) -> None:
+    project.write(
+        "models/region_totals.sql",
+        """\
+        {{ config(materialized='ivm', ivm_on_unsupported='full_rebuild') }}
+        select c.region, sum(o.amount) as total
+        from {{ source('shop', 'orders') }} o
+        join {{ source('shop', 'customers') }} c on o.customer_id = c.customer_id
+        group by c.region
+        """,
+    )
+    try:
+        project.run("--select", "region_totals")
+        shop.orders.apply([Op("update", {"order_id": 3, "customer_id": 0, "amount": 100.0})])
+        project.run("--select", "region_totals")
+        refresh = project.last_refresh("region_totals")
+        assert refresh["path"] == "full"
+        assert refresh["reason"] == "not maintainable (IVM040); ivm_on_unsupported=full_rebuild"
+        assert not project.differences("region_totals")
+    finally:
+        (project.root / "models/region_totals.sql").unlink()

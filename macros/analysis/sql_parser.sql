@@ -196,12 +196,12 @@
   {%- set tk = ctx.tk -%}
   {%- set toks = tk.tokens -%}
   {%- set sig = tk.sig -%}
-  {%- set c = namespace(p=s, join='from', ok=true) -%}
+  {%- set c = namespace(p=s, join='from', join_pos=s, ok=true) -%}
   {%- for _ in range(e - s + 1) -%}
     {%- if c.p >= e -%}{%- break -%}{%- endif -%}
     {#- one relation -#}
     {%- set t = toks[sig[c.p]] -%}
-    {%- set item = {'join': c.join, 'kind': none, 'alias': none, 'name': none, 'pos': c.p, 'on': none, 'using': false} -%}
+    {%- set item = {'join': c.join, 'join_pos': c.join_pos, 'kind': none, 'alias': none, 'name': none, 'pos': c.p, 'on': none, 'using': false} -%}
     {%- if t.v == '(' -%}
       {%- set m = dbt_ivm.ivm_match_paren(tk, c.p) -%}
       {%- if toks[sig[c.p + 1]].l in ('select', 'with') -%}
@@ -268,6 +268,7 @@
     {%- do block.from_items.append(item) -%}
     {#- next join operator -#}
     {%- if c.p >= e -%}{%- break -%}{%- endif -%}
+    {%- set c.join_pos = c.p -%}
     {%- if toks[sig[c.p]].v == ',' -%}
       {%- set c.join = 'comma' -%}{%- set c.p = c.p + 1 -%}
     {%- else -%}
@@ -296,22 +297,22 @@
   {%- for item in block.from_items if item.join != 'from' -%}
     {%- set j = item.join -%}
     {%- if j in ('left', 'right', 'full') -%}
-      {%- do dbt_ivm.ivm_add_issue(ctx, 'IVM020', tk, item.pos, j | upper ~ ' OUTER JOIN') -%}
+      {%- do dbt_ivm.ivm_add_issue(ctx, 'IVM020', tk, item.join_pos, j | upper ~ ' OUTER JOIN') -%}
     {%- elif j in ('left semi', 'left anti', 'semi', 'anti') -%}
-      {%- do dbt_ivm.ivm_add_issue(ctx, 'IVM014', tk, item.pos, j | upper ~ ' JOIN') -%}
+      {%- do dbt_ivm.ivm_add_issue(ctx, 'IVM014', tk, item.join_pos, j | upper ~ ' JOIN') -%}
     {%- elif 'natural' in j -%}
-      {%- do dbt_ivm.ivm_add_issue(ctx, 'IVM021', tk, item.pos, 'NATURAL JOIN (name the join columns with ON)') -%}
+      {%- do dbt_ivm.ivm_add_issue(ctx, 'IVM021', tk, item.join_pos, 'NATURAL JOIN (name the join columns with ON)') -%}
     {%- elif j == 'cross' -%}
-      {%- do dbt_ivm.ivm_add_issue(ctx, 'IVM021', tk, item.pos, 'CROSS JOIN') -%}
+      {%- do dbt_ivm.ivm_add_issue(ctx, 'IVM021', tk, item.join_pos, 'CROSS JOIN') -%}
     {%- elif j == 'comma' -%}
       {%- set rng = block.get('where_range') -%}
       {%- if rng is none or not dbt_ivm.ivm_has_equality(ctx, rng[0], rng[1]) -%}
-        {%- do dbt_ivm.ivm_add_issue(ctx, 'IVM021', tk, item.pos, 'comma join without an equality in WHERE') -%}
+        {%- do dbt_ivm.ivm_add_issue(ctx, 'IVM021', tk, item.join_pos, 'comma join without an equality in WHERE') -%}
       {%- endif -%}
     {%- elif item.on is none -%}
-      {%- do dbt_ivm.ivm_add_issue(ctx, 'IVM021', tk, item.pos, 'JOIN without ON') -%}
+      {%- do dbt_ivm.ivm_add_issue(ctx, 'IVM021', tk, item.join_pos, 'JOIN without ON') -%}
     {%- elif not item.using and not dbt_ivm.ivm_has_equality(ctx, item.on[0], item.on[1]) -%}
-      {%- do dbt_ivm.ivm_add_issue(ctx, 'IVM021', tk, item.pos, 'join condition without an equality between columns') -%}
+      {%- do dbt_ivm.ivm_add_issue(ctx, 'IVM021', tk, item.join_pos, 'join condition without an equality between columns') -%}
     {%- endif -%}
   {%- endfor -%}
 {% endmacro %}

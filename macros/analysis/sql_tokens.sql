@@ -34,14 +34,6 @@
   {{ return(-1) }}
 {% endmacro %}
 
-{#- Original text of the significant tokens [s, e) including the layout between them. -#}
-{% macro ivm_text(tk, s, e) %}
-  {%- if e <= s -%}{{ return('') }}{%- endif -%}
-  {%- set parts = [] -%}
-  {%- for i in range(tk.sig[s], tk.sig[e - 1] + 1) -%}{%- do parts.append(tk.tokens[i].v) -%}{%- endfor -%}
-  {{ return(parts | join('')) }}
-{% endmacro %}
-
 {#- 1-based line and column of significant token p, for error messages. -#}
 {% macro ivm_position(tk, p) %}
   {%- set ns = namespace(line=1, col=1) -%}

@@ -94,7 +94,7 @@
       {%- set view = prefix ~ '_chg_' ~ p.up.short -%}
       {%- do temp_views.append(view) -%}
       {%- do p.update({'change_view': view}) -%}
-      {%- do run_query('cache table ' ~ view ~ ' as ' ~ dbt_ivm.ivm_netted_changes_sql(p.up, p.columns, after, p.to)) -%}
+      {%- do dbt_ivm.ivm_cache_view(view, dbt_ivm.ivm_netted_changes_sql(p.up, p.columns, after, p.to)) -%}
       {%- do counters.append('(select named_struct(\'rows\', count(*), \'old\', count_if(__ivm_old), \'new\', count_if(__ivm_new)) from ' ~ view ~ ')') -%}
     {%- elif p.changed -%}
       {%- do counters.append('(select named_struct(\'rows\', count(*), \'old\', 0L, \'new\', count(*)) from ' ~ p.up.relation ~ ' where ' ~ dbt_ivm.ivm_watermark_window(p) ~ ')') -%}
@@ -130,7 +130,7 @@
   {%- set insert_sql = dbt_ivm.ivm_join_insert_sql(template, plan) -%}
   {%- if insert_sql -%}
     {%- do temp_views.append(insert_view) -%}
-    {%- do run_query('cache table ' ~ insert_view ~ ' as ' ~ insert_sql) -%}
+    {%- do dbt_ivm.ivm_cache_view(insert_view, insert_sql) -%}
     {%- set rows_inserted = run_query('select count(*) from ' ~ insert_view).rows[0][0] -%}
   {%- else -%}
     {%- set insert_view = '(select * from ' ~ target ~ ' where false)' -%}
@@ -167,6 +167,13 @@
   {{ log('dbt_ivm: ' ~ model.name ~ ': incremental (' ~ reason ~ '), -' ~ rows_deleted ~ ' +' ~ rows_inserted ~ ' rows in ' ~ entry.duration_s ~ ' s', info=true) }}
 {% endmacro %}
 
+{#- Cache a query as a temporary view; a view of the same name left by a refresh that
+    failed earlier in this Spark session is dropped first. -#}
+{% macro ivm_cache_view(name, sql) %}
+  {%- do run_query('drop view if exists ' ~ name) -%}
+  {%- do run_query('cache table ' ~ name ~ ' as ' ~ sql) -%}
+{% endmacro %}
+
 {#- Partitioned table: overwrite only the partitions that lose or gain rows, then drop the
     ones left empty (dynamic overwrite never empties a partition). Returns rows deleted. -#}
 {% macro ivm_rewrite_partitions(target, columns, insert_view, predicates, partition_by) %}
@@ -196,6 +203,11 @@
       {%- do emptied.append(spec | join(', ')) -%}
     {%- endif -%}
   {%- endfor -%}
+  {%- if not affected -%}
+    {#- the changed keys have no rows in the table and nothing is inserted -#}
+    {%- call statement('main') -%}select 'no rows affected' as dbt_ivm_refresh{%- endcall -%}
+    {{ return(0) }}
+  {%- endif -%}
   {%- set in_affected = [] -%}
   {%- for values in affected.values() -%}
     {%- set match = [] -%}

@@ -12,7 +12,6 @@ from datetime import datetime, timezone
 from typing import Any, Literal
 
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import functions as F
 from pyspark.sql.types import LongType, StringType, StructField, StructType, TimestampType
 
 Row = dict[str, Any]
@@ -98,7 +97,9 @@ class ChangeLoggedTable:
             ]
         )
         self.spark.createDataFrame(log_rows, log_schema).write.insertInto(self.log)
-        self._overwrite(self.spark.createDataFrame([tuple(r[n] for n in names) for r in state.values()], schema))
+        self._overwrite(
+            self.spark.createDataFrame([tuple(r[n] for n in names) for r in state.values()], schema)
+        )
         return version
 
     def _overwrite(self, frame: DataFrame) -> None:
@@ -110,10 +111,3 @@ def append_rows(spark: SparkSession, table: str, rows: Sequence[Row]) -> None:
     schema = spark.table(table).schema
     data = [tuple(r.get(n) for n in schema.names) for r in rows]
     spark.createDataFrame(data, schema).write.insertInto(table)
-
-
-def table_rows(spark: SparkSession, relation: str, drop_prefix: str = "__ivm_") -> list[Row]:
-    """All rows of a relation as dicts, without bookkeeping columns."""
-    frame = spark.table(relation)
-    keep = [c for c in frame.columns if not c.startswith(drop_prefix)]
-    return [r.asDict() for r in frame.select(*[F.col(f"`{c}`") for c in keep]).collect()]

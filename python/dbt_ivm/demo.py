@@ -43,25 +43,73 @@ def apply_batch(spark: SparkSession) -> None:
     tables = upstreams(spark)
     tables["customers"].apply(
         [
-            Op("update", {"customer_id": 3, "name": "Linus", "region": "AMER", "segment": "enterprise"}),
-            Op("insert", {"customer_id": 6, "name": "Margaret", "region": "APAC", "segment": "retail"}),
+            Op(
+                "update",
+                {"customer_id": 3, "name": "Linus", "region": "AMER", "segment": "enterprise"},
+            ),
+            Op(
+                "insert",
+                {"customer_id": 6, "name": "Margaret", "region": "APAC", "segment": "retail"},
+            ),
         ]
     )
     tables["orders"].apply(
         [
-            Op("insert", {"order_id": 107, "customer_id": 6, "order_date": date(2026, 1, 10),
-                          "status": "open", "amount": Decimal("18.00")}),
-            Op("update", {"order_id": 101, "customer_id": 1, "order_date": date(2026, 1, 5),
-                          "status": "shipped", "amount": Decimal("35.00")}),
-            Op("update", {"order_id": 105, "customer_id": 2, "order_date": date(2026, 1, 8),
-                          "status": "open", "amount": Decimal("42.00")}),
+            Op(
+                "insert",
+                {
+                    "order_id": 107,
+                    "customer_id": 6,
+                    "order_date": date(2026, 1, 10),
+                    "status": "open",
+                    "amount": Decimal("18.00"),
+                },
+            ),
+            Op(
+                "update",
+                {
+                    "order_id": 101,
+                    "customer_id": 1,
+                    "order_date": date(2026, 1, 5),
+                    "status": "shipped",
+                    "amount": Decimal("35.00"),
+                },
+            ),
+            Op(
+                "update",
+                {
+                    "order_id": 105,
+                    "customer_id": 2,
+                    "order_date": date(2026, 1, 8),
+                    "status": "open",
+                    "amount": Decimal("42.00"),
+                },
+            ),
             Op("delete", {"order_id": 100}),
         ]
     )
     tables["order_lines"].apply(
         [
-            Op("insert", {"line_id": 8, "order_id": 107, "sku": "A-1", "quantity": 1, "price": Decimal("18.00")}),
-            Op("update", {"line_id": 4, "order_id": 102, "sku": "C-3", "quantity": 5, "price": Decimal("245.00")}),
+            Op(
+                "insert",
+                {
+                    "line_id": 8,
+                    "order_id": 107,
+                    "sku": "A-1",
+                    "quantity": 1,
+                    "price": Decimal("18.00"),
+                },
+            ),
+            Op(
+                "update",
+                {
+                    "line_id": 4,
+                    "order_id": 102,
+                    "sku": "C-3",
+                    "quantity": 5,
+                    "price": Decimal("245.00"),
+                },
+            ),
             Op("delete", {"line_id": 1}),
         ]
     )
@@ -69,25 +117,39 @@ def apply_batch(spark: SparkSession) -> None:
         spark,
         f"{RAW}.page_views",
         [
-            {"view_id": 6, "customer_id": 6, "page": "/home", "loaded_at": datetime(2026, 1, 10, 8, 0)},
-            {"view_id": 7, "customer_id": 3, "page": "/docs", "loaded_at": datetime(2026, 1, 10, 8, 30)},
+            {
+                "view_id": 6,
+                "customer_id": 6,
+                "page": "/home",
+                "loaded_at": datetime(2026, 1, 10, 8, 0),
+            },
+            {
+                "view_id": 7,
+                "customer_id": 3,
+                "page": "/docs",
+                "loaded_at": datetime(2026, 1, 10, 8, 30),
+            },
         ],
     )
 
 
 def print_refresh_log(spark: SparkSession) -> None:
     rows = spark.sql(
-        "select model, path, reason, versions_from, versions_to, rows_deleted, rows_inserted, duration_s "
-        "from analytics.ivm_refresh_log order by started_at"
+        "select model, path, reason, message, versions_from, versions_to, rows_deleted, "
+        "rows_inserted, duration_s from analytics.ivm_refresh_log order by started_at"
     ).collect()
-    print(f"{'model':<22} {'path':<12} {'-rows':>6} {'+rows':>6} {'sec':>6}  versions / reason")
+    print(f"{'model':<20} {'path':<12} {'-rows':>5} {'+rows':>5} {'sec':>6}  upstream versions | why")
     for r in rows:
+        before = r.versions_from or {}
         versions = ", ".join(
-            f"{k}: {(r.versions_from or {}).get(k, '-')}->{v}" for k, v in sorted((r.versions_to or {}).items())
+            f"{name} {before.get(name) or '-'}->{after or '-'}"
+            for name, after in sorted((r.versions_to or {}).items())
         )
+        why = r.reason + (f" [{r.message}]" if r.message else "")
+        name = r.model.split(".")[-1]
         print(
-            f"{r.model.split('.')[-1]:<22} {r.path:<12} {r.rows_deleted!s:>6} {r.rows_inserted!s:>6} "
-            f"{r.duration_s or 0:>6.2f}  {versions} | {r.reason}"
+            f"{name:<20} {r.path:<12} {r.rows_deleted!s:>5} {r.rows_inserted!s:>5} "
+            f"{r.duration_s or 0:>6.2f}  {versions} | {why}"
         )
 
 

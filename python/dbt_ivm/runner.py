@@ -21,8 +21,10 @@ class DbtProject:
     def invoke(self, *args: str, check: bool = True, extra: Sequence[str] = ()) -> dbtRunnerResult:
         argv = [
             *args,
-            "--project-dir", str(self.project_dir),
-            "--profiles-dir", str(self.profiles_dir),
+            "--project-dir",
+            str(self.project_dir),
+            "--profiles-dir",
+            str(self.profiles_dir),
             *extra,
         ]
         result = dbtRunner().invoke(argv)
