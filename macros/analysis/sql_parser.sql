@@ -46,6 +46,10 @@
   {%- endif -%}
   {%- set n = tk.sig | length -%}
   {%- set last = n - 1 if n > 0 and tk.tokens[tk.sig[n - 1]].v == ';' else n -%}
+  {%- for p in range(last) if tk.tokens[tk.sig[p]].v == ';' -%}
+    {%- do dbt_ivm.ivm_add_issue(ctx, 'IVM001', tk, p, 'more than one statement') -%}
+    {{ return(ctx) }}
+  {%- endfor -%}
   {%- set queue = [{'kind': 'main', 'name': 'main query', 's': 0, 'e': last}] -%}
   {%- for job in queue -%}
     {%- do dbt_ivm.ivm_parse_block(ctx, job, queue) -%}
@@ -104,7 +108,7 @@
   {%- set clauses = block.clauses -%}
   {%- for p in range(ns.s + 1, ns.e) -%}
     {%- set t = toks[sig[p]] -%}
-    {%- if t.d == base and t.k == 'word' and t.l in dbt_ivm.ivm_clause_keywords() and t.l not in clauses -%}
+    {%- if t.d == base and t.k == 'word' and t.l in dbt_ivm.ivm_clause_keywords() and t.l not in clauses and toks[sig[p - 1]].v != '.' -%}
       {%- do clauses.update({t.l: p}) -%}
     {%- endif -%}
   {%- endfor -%}
@@ -259,7 +263,8 @@
       {%- set ce = namespace(e=e) -%}
       {%- for q in range(cs, e) -%}
         {%- set tq = toks[sig[q]] -%}
-        {%- if tq.d == base and (tq.v == ',' or tq.l in ('join', 'inner', 'left', 'right', 'full', 'cross', 'natural', 'lateral')) -%}{%- set ce.e = q -%}{%- break -%}{%- endif -%}
+        {%- set is_call = q + 1 < e and toks[sig[q + 1]].v == '(' -%}
+        {%- if tq.d == base and (tq.v == ',' or (tq.l in ('join', 'inner', 'left', 'right', 'full', 'cross', 'natural', 'lateral') and not is_call)) -%}{%- set ce.e = q -%}{%- break -%}{%- endif -%}
       {%- endfor -%}
       {%- do item.update({'on': [cs, ce.e], 'using': kw == 'using'}) -%}
       {%- do dbt_ivm.ivm_check_subqueries(ctx, cs, ce.e, 'join condition') -%}

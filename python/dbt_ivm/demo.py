@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import argparse
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import date, datetime
 from decimal import Decimal
 from pathlib import Path
@@ -22,12 +24,12 @@ RAW = "analytics_raw"
 KEYS = {"orders": ["order_id"], "customers": ["customer_id"], "order_lines": ["line_id"]}
 
 
-def step(message: str) -> float:
+@contextmanager
+def step(message: str) -> Iterator[None]:
+    """Print what runs and how long it took, so a long run never looks hung."""
     print(f"\n==> {message}", flush=True)
-    return time.perf_counter()
-
-
-def done(started: float) -> None:
+    started = time.perf_counter()
+    yield
     print(f"    ({time.perf_counter() - started:.1f} s)", flush=True)
 
 
@@ -161,33 +163,26 @@ def main(argv: list[str] | None = None) -> int:
     spark = local_spark(project_dir)
     dbt = DbtProject(project_dir, project_dir)
 
-    started = step("Resetting the demo warehouse")
-    for schema in ("analytics", RAW):
-        spark.sql(f"drop database if exists {schema} cascade")
-    done(started)
-    started = step("dbt deps + dbt seed: load the upstream tables")
-    dbt.invoke("deps")
-    dbt.invoke("seed", "--full-refresh")
-    for table in upstreams(spark).values():
-        table.create_log()
-    done(started)
-    started = step("dbt run: first build of the ivm models")
-    dbt.invoke("run")
-    done(started)
-    started = step("dbt run again with no upstream change: every refresh is a no-op")
-    dbt.invoke("run")
-    done(started)
-    started = step("Upstream batch: inserts, updates (join keys too), deletes, appended page views")
-    apply_batch(spark)
-    done(started)
-    started = step("dbt run: incremental refresh")
-    dbt.invoke("run")
-    done(started)
-    started = step("dbt test: every ivm table equals its definition recomputed")
-    dbt.invoke("test")
-    done(started)
-    step("Refresh log (model ivm_refresh_log)")
-    print_refresh_log(spark)
+    with step("Resetting the demo warehouse"):
+        for schema in ("analytics", RAW):
+            spark.sql(f"drop database if exists {schema} cascade")
+    with step("dbt deps + dbt seed: load the upstream tables"):
+        dbt.invoke("deps")
+        dbt.invoke("seed", "--full-refresh")
+        for table in upstreams(spark).values():
+            table.create_log()
+    with step("dbt run: first build of the ivm models"):
+        dbt.invoke("run")
+    with step("dbt run again with no upstream change: every refresh is a no-op"):
+        dbt.invoke("run")
+    with step("Upstream batch: inserts, updates (join keys too), deletes, appended page views"):
+        apply_batch(spark)
+    with step("dbt run: incremental refresh"):
+        dbt.invoke("run")
+    with step("dbt test: every ivm table equals its definition recomputed"):
+        dbt.invoke("test")
+    with step("Refresh log (model ivm_refresh_log)"):
+        print_refresh_log(spark)
     return 0
 
 

@@ -1,0 +1,187 @@
+"""The Python model analyzer against the SQL corpus and the Jinja macros it mirrors.
+
+Pure Python: no Spark, no dbt. The macro files are read as text only, to compare the
+restriction catalog and the function lists with the Python ones.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from dbt_ivm.analysis import CATALOG, Analysis, Issue, Upstream, analyze
+from dbt_ivm.analysis.vocabulary import AGGREGATES, GENERATORS, NONDETERMINISTIC
+
+ROOT = Path(__file__).resolve().parents[1]
+CASES: list[dict[str, Any]] = yaml.safe_load((ROOT / "tests/corpus/sql_cases.yml").read_text())["cases"]
+DEFAULT_UPSTREAMS = ["analytics.orders", "analytics.customers", "analytics.order_lines"]
+
+# Codes whose position the Python side does not promise to match: sqlglot rejects SQL
+# before the point where the Jinja parser gives up, so IVM001 has no token in common.
+POSITION_OPTIONAL = frozenset({"IVM001"})
+
+
+def upstreams(names: list[str], problems: dict[str, str] | None = None) -> list[Upstream]:
+    """Upstreams rendered as their dotted names; problems: upstream -> declaration problem."""
+    problems = problems or {}
+
+    def declared(name: str) -> tuple[tuple[str, str], ...]:
+        code = problems.get(name)
+        return ((code, CATALOG[code].fix),) if code else ()
+
+    return [Upstream(name, tuple(name.split(".")), declared(name)) for name in names]
+
+
+def analyze_default(sql: str, problems: dict[str, str] | None = None) -> Analysis:
+    return analyze(sql, upstreams(DEFAULT_UPSTREAMS, problems))
+
+
+def macro_literal(path: str, macro: str) -> Any:
+    """The literal a macro returns: the text between `return(` and its closing `)`."""
+    text = (ROOT / path).read_text()
+    start = text.index("return(", text.index(f"macro {macro}(")) + len("return(")
+    return ast.literal_eval(text[start : text.index(") }}", start)])
+
+
+# -- corpus -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("case", CASES, ids=[case["name"] for case in CASES])
+def test_corpus_case(case: dict[str, Any]) -> None:
+    result = analyze(case["sql"], upstreams(case.get("upstreams", DEFAULT_UPSTREAMS), case.get("problems")))
+    assert (result.shape, list(result.codes)) == (case["shape"], case["codes"]), result.issues
+
+
+def test_corpus_is_complete() -> None:
+    names = [case["name"] for case in CASES]
+    assert len(CASES) >= 45
+    assert len(set(names)) == len(names)
+    assert all(case["codes"] == sorted(set(case["codes"])) for case in CASES)
+    assert {code for case in CASES for code in case["codes"]} == set(CATALOG)
+    assert {case["shape"] for case in CASES} == {
+        "join_only",
+        "aggregate",
+        "aggregate_over_joins",
+        "distinct",
+        "unknown",
+    }
+
+
+# -- shared with the macros -----------------------------------------------------------------
+
+
+def test_catalog_matches_macro() -> None:
+    macro = macro_literal("macros/analysis/restrictions.sql", "ivm_restriction_catalog")
+    python = {code: {"what": r.what, "fix": r.fix} for code, r in CATALOG.items()}
+    assert python == macro
+
+
+@pytest.mark.parametrize(
+    ("macro", "names"),
+    [
+        ("ivm_nondeterministic_functions", NONDETERMINISTIC),
+        ("ivm_generator_functions", GENERATORS),
+        ("ivm_aggregate_functions", AGGREGATES),
+    ],
+)
+def test_function_lists_match_macros(macro: str, names: frozenset[str]) -> None:
+    assert set(macro_literal("macros/analysis/sql_parser.sql", macro)) == names
+
+
+# -- positions ------------------------------------------------------------------------------
+
+# (sql, code, line, column of the first issue with that code), as the Jinja side reports
+POSITIONS = [
+    (
+        "select o.id\nfrom analytics.orders o\n  left outer join analytics.customers c on o.id = c.id",
+        "IVM020",
+        3,
+        3,
+    ),
+    ("select o.id from analytics.orders o ,analytics.order_lines l", "IVM021", 1, 37),
+    (
+        "select o.id from analytics.orders o join analytics.order_lines l on o.amount > l.price",
+        "IVM021",
+        1,
+        37,
+    ),
+    ("select o.id\nfrom analytics.orders o\njoin raw.lookup k on o.kind = k.kind", "IVM002", 3, 6),
+    ("select o.id, rand() as r,\n  current_date as d\nfrom analytics.orders o", "IVM010", 1, 14),
+    ("select o.id,\n  current_date as d\nfrom analytics.orders o", "IVM010", 2, 3),
+    ("select o.id, rank() over (order by o.id) as r from analytics.orders o", "IVM011", 1, 21),
+    ("select o.id from analytics.orders o\nwhere o.id > 0\norder by 1\nlimit 5", "IVM012", 3, 1),
+    ("select id from analytics.orders\nunion all\nselect id from analytics.order_lines", "IVM013", 2, 1),
+    (
+        "select o.id from analytics.orders o\nwhere o.id in (select order_id from analytics.order_lines)",
+        "IVM014",
+        2,
+        15,
+    ),
+    (
+        "select o.id from analytics.orders o left semi join analytics.order_lines l on l.order_id = o.id",
+        "IVM014",
+        1,
+        37,
+    ),
+    ("select o.id, t.tag from analytics.orders o\nlateral view explode(o.tags) t as tag", "IVM015", 2, 1),
+    ("select o.id from analytics.orders o\njoin analytics.orders p on o.parent_id = p.id", "IVM022", 2, 6),
+    ("select o.customer_id, count(*) as n\nfrom analytics.orders o\ngroup by o.customer_id", "IVM040", 3, 1),
+    (
+        "select o.id, max(o.amount) over () as m, sum(o.amount) as s from analytics.orders o",
+        "IVM040",
+        1,
+        14,
+    ),
+    ("with d as (\n  select distinct customer_id from analytics.orders\n)\nselect * from d", "IVM041", 2, 3),
+    ("with c as (select 1 as one)\nselect one from c", "IVM050", 1, 12),
+]
+
+
+@pytest.mark.parametrize(("sql", "code", "line", "column"), POSITIONS)
+def test_position(sql: str, code: str, line: int, column: int) -> None:
+    assert code not in POSITION_OPTIONAL
+    issue = next(i for i in analyze_default(sql).issues if i.code == code)
+    assert (issue.line, issue.column) == (line, column), issue
+
+
+def test_upstream_problem_is_reported_once_at_its_first_read() -> None:
+    sql = (
+        "select c.id from analytics.orders o\n"
+        "join analytics.customers c on o.customer_id = c.id\n"
+        "join analytics.customers d on d.id = c.id"
+    )
+    problems = [
+        i for i in analyze_default(sql, {"analytics.customers": "IVM031"}).issues if i.code == "IVM031"
+    ]
+    assert problems == [
+        Issue("IVM031", "upstream analytics.customers", 2, 6, fix=CATALOG["IVM031"].fix),
+    ]
+
+
+def test_query_reading_no_upstream_is_reported_for_the_model() -> None:
+    sql = "with a as (select x from b), b as (select x from a) select x from a"
+    result = analyze_default(sql)
+    assert result.shape == "join_only"
+    assert result.issues == (Issue("IVM050", "no ref() or source() in FROM"),)
+
+
+# -- what the analysis promises ---------------------------------------------------------------
+
+
+def test_unparsable_sql_is_never_guessed() -> None:
+    result = analyze_default("select (o.id, rand() from analytics.orders o group by 1")
+    assert result.shape == "unknown"
+    assert [i.code for i in result.issues] == ["IVM001"]
+    assert not result.maintainable
+
+
+def test_maintainable_model_has_no_issues() -> None:
+    result = analyze_default(
+        "select o.id from analytics.orders o join analytics.customers c on o.customer_id = c.id"
+    )
+    assert result.maintainable
+    assert result.issues == ()
