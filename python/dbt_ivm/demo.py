@@ -144,7 +144,7 @@ def print_refresh_log(spark: SparkSession) -> None:
     for r in rows:
         before = r.versions_from or {}
         versions = ", ".join(
-            f"{name} {before.get(name) or '-'}->{after or '-'}"
+            f"{name} {before.get(name) or '-'} -> {after or '-'}"
             for name, after in sorted((r.versions_to or {}).items())
         )
         why = r.reason + (f" [{r.message}]" if r.message else "")

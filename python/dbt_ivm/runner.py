@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -18,14 +17,13 @@ class DbtProject:
     project_dir: Path
     profiles_dir: Path
 
-    def invoke(self, *args: str, check: bool = True, extra: Sequence[str] = ()) -> dbtRunnerResult:
+    def invoke(self, *args: str, check: bool = True) -> dbtRunnerResult:
         argv = [
             *args,
             "--project-dir",
             str(self.project_dir),
             "--profiles-dir",
             str(self.profiles_dir),
-            *extra,
         ]
         result = dbtRunner().invoke(argv)
         if check and not result.success:
