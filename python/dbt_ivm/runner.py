@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from dbt.cli.main import dbtRunner, dbtRunnerResult
+from dbt_common.events.base_types import EventMsg
 
 
 class DbtCommandError(RuntimeError):
@@ -17,7 +19,9 @@ class DbtProject:
     project_dir: Path
     profiles_dir: Path
 
-    def invoke(self, *args: str, check: bool = True) -> dbtRunnerResult:
+    def invoke(
+        self, *args: str, check: bool = True, callbacks: Sequence[Callable[[EventMsg], None]] = ()
+    ) -> dbtRunnerResult:
         argv = [
             *args,
             "--project-dir",
@@ -25,7 +29,7 @@ class DbtProject:
             "--profiles-dir",
             str(self.profiles_dir),
         ]
-        result = dbtRunner().invoke(argv)
+        result = dbtRunner(callbacks=list(callbacks)).invoke(argv)
         if check and not result.success:
             raise DbtCommandError(f"dbt {' '.join(args)} failed: {failure_text(result)}")
         return result
