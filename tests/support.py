@@ -28,6 +28,16 @@ ivm_test:
 """
 
 
+def sources_yaml(raw: str, tables: dict[str, str | None], source: str = "shop") -> str:
+    """A sources file: each table with its `meta.ivm` declaration (None: undeclared)."""
+    lines = ["version: 2", "sources:", f"  - name: {source}", f"    schema: {raw}", "    tables:"]
+    for table, ivm in tables.items():
+        lines.append(f"      - name: {table}")
+        if ivm is not None:
+            lines.append(f"        meta: {{ivm: {{{ivm}}}}}")
+    return "\n".join(lines) + "\n"
+
+
 @dataclass
 class IvmProject:
     root: Path

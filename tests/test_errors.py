@@ -5,24 +5,15 @@ from __future__ import annotations
 
 import pytest
 
-from tests.support import IvmProject
+from tests.support import IvmProject, sources_yaml
 
-SOURCES = """\
-version: 2
-sources:
-  - name: shop
-    schema: {raw}
-    tables:
-      - name: orders
-        meta: {{ivm: {{unique_key: [order_id], change_log: orders_changes}}}}
-      - name: customers
-        meta: {{ivm: {{unique_key: [customer_id], change_log: customers_changes}}}}
-      - name: no_feed
-      - name: no_key
-        meta: {{ivm: {{change_log: no_key_changes}}}}
-      - name: no_log
-        meta: {{ivm: {{unique_key: [id], change_log: missing_changes}}}}
-"""
+SOURCES = {
+    "orders": "unique_key: [order_id], change_log: orders_changes",
+    "customers": "unique_key: [customer_id], change_log: customers_changes",
+    "no_feed": None,
+    "no_key": "change_log: no_key_changes",
+    "no_log": "unique_key: [id], change_log: missing_changes",
+}
 
 ORDERS = "{{ source('shop', 'orders') }}"
 CUSTOMERS = "{{ source('shop', 'customers') }}"
@@ -102,7 +93,7 @@ BAD_MODELS: dict[str, tuple[str, list[str]]] = {
 @pytest.fixture(scope="module")
 def failures(project_factory) -> dict[str, str]:
     project: IvmProject = project_factory("errors")
-    project.write("models/sources.yml", SOURCES.format(raw=project.raw))
+    project.write("models/sources.yml", sources_yaml(project.raw, SOURCES))
     project.create_table("orders", "order_id bigint, customer_id bigint, amount double")
     project.create_table("customers", "customer_id bigint, region string")
     project.logged_table("orders", ["order_id"])

@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from dbt_ivm.changelog import Op
-from tests.support import IvmProject
+from tests.support import IvmProject, sources_yaml
 
 JOIN_KEY = st.one_of(st.none(), st.integers(0, 2))
 TABLES: dict[str, dict[str, Any]] = {
@@ -29,19 +29,7 @@ TABLES: dict[str, dict[str, Any]] = {
     },
 }
 
-SOURCES = """\
-version: 2
-sources:
-  - name: src
-    schema: {raw}
-    tables:
-      - name: t1
-        meta: {{ivm: {{unique_key: [id], change_log: t1_changes}}}}
-      - name: t2
-        meta: {{ivm: {{unique_key: [id], change_log: t2_changes}}}}
-      - name: t3
-        meta: {{ivm: {{unique_key: [id], change_log: t3_changes}}}}
-"""
+SOURCES = {name: f"unique_key: [id], change_log: {name}_changes" for name in TABLES}
 
 MODELS = {
     # two upstreams, a filter and a computed column
@@ -77,7 +65,7 @@ MODELS = {
 @pytest.fixture(scope="module")
 def project(project_factory) -> IvmProject:
     project = project_factory("joins")
-    project.write("models/sources.yml", SOURCES.format(raw=project.raw))
+    project.write("models/sources.yml", sources_yaml(project.raw, SOURCES, source="src"))
     for name, sql in MODELS.items():
         project.write(f"models/{name}.sql", sql)
     return project

@@ -8,21 +8,13 @@ from pathlib import Path
 import pytest
 
 from dbt_ivm.changelog import ChangeLoggedTable, Op, append_rows
-from tests.support import IvmProject
+from tests.support import IvmProject, sources_yaml
 
-SOURCES = """\
-version: 2
-sources:
-  - name: shop
-    schema: {raw}
-    tables:
-      - name: orders
-        meta: {{ivm: {{unique_key: [order_id], change_log: orders_changes}}}}
-      - name: customers
-        meta: {{ivm: {{unique_key: [customer_id], change_log: customers_changes}}}}
-      - name: visits
-        meta: {{ivm: {{watermark: seen_at}}}}
-"""
+SOURCES = {
+    "orders": "unique_key: [order_id], change_log: orders_changes",
+    "customers": "unique_key: [customer_id], change_log: customers_changes",
+    "visits": "watermark: seen_at",
+}
 
 ORDER_FACTS = """\
     {{ config(materialized='ivm') }}
@@ -65,7 +57,7 @@ class Shop:
 @pytest.fixture(scope="module")
 def project(project_factory) -> IvmProject:
     project = project_factory("refresh")
-    project.write("models/sources.yml", SOURCES.format(raw=project.raw))
+    project.write("models/sources.yml", sources_yaml(project.raw, SOURCES))
     project.write("models/order_facts.sql", ORDER_FACTS.replace("RAW", project.raw))
     project.write("models/visit_facts.sql", VISIT_FACTS)
     return project

@@ -29,17 +29,16 @@
   {%- if up.kind == 'change_log' -%}
     {{ return('cast(' ~ value ~ ' as bigint)') }}
   {%- endif -%}
-  {%- set col = columns | selectattr('name', 'equalto', up.watermark) | first -%}
-  {{ return("cast('" ~ (value | string).replace("\\", "\\\\").replace("'", "\\'") ~ "' as " ~ col.data_type ~ ")") }}
+  {%- for col in columns if col.name | lower == up.watermark | lower -%}
+    {{ return('cast(' ~ dbt_ivm.ivm_string_literal(value | string) ~ ' as ' ~ col.data_type ~ ')') }}
+  {%- endfor -%}
 {% endmacro %}
 
-{#- The change-log rows of window (after, upto]: after none means from the beginning,
-    upto none means to the end. -#}
+{#- The change-log rows of window (after, upto]; after none means from the beginning. -#}
 {% macro ivm_log_window(up, after, upto) %}
-  {%- set conds = [] -%}
+  {%- set conds = ['_commit_version <= ' ~ upto] -%}
   {%- if after is not none -%}{%- do conds.append('_commit_version > ' ~ after) -%}{%- endif -%}
-  {%- if upto is not none -%}{%- do conds.append('_commit_version <= ' ~ upto) -%}{%- endif -%}
-  {{ return('select * from ' ~ up.change_log ~ (' where ' ~ conds | join(' and ') if conds else '')) }}
+  {{ return('select * from ' ~ up.change_log ~ ' where ' ~ conds | join(' and ')) }}
 {% endmacro %}
 
 {#- Net the change-log window per row key: many changes to one row collapse to the first

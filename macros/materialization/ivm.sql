@@ -8,7 +8,6 @@
   {%- set settings = dbt_ivm.ivm_model_settings(model) -%}
   {%- set upstreams = dbt_ivm.ivm_upstreams(model) -%}
   {%- set analysis = dbt_ivm.ivm_analyze(sql, upstreams) -%}
-  {%- do dbt_ivm.ivm_ensure_refresh_log() -%}
   {%- set entry = {'refresh_id': invocation_id ~ ':' ~ model.unique_id, 'started_at': started_at} -%}
 
   {%- if analysis.issues -%}

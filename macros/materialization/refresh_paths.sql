@@ -125,7 +125,8 @@
     {{ return(none) }}
   {%- endif -%}
 
-  {%- set columns = adapter.get_columns_in_relation(target) | map(attribute='name') | list -%}
+  {%- set target_columns = adapter.get_columns_in_relation(target) -%}
+  {%- set columns = target_columns | map(attribute='name') | list -%}
   {%- set insert_view = prefix ~ '_ins' -%}
   {%- set insert_sql = dbt_ivm.ivm_join_insert_sql(template, plan) -%}
   {%- if insert_sql -%}
@@ -153,7 +154,7 @@
   {%- else -%}
     {%- set predicates = dbt_ivm.ivm_join_delete_predicates(plan, '__ivm_v', state.repair is not none) -%}
     {%- if settings.partition_by -%}
-      {%- set rows_deleted = dbt_ivm.ivm_rewrite_partitions(target, columns, insert_view, predicates, settings.partition_by) -%}
+      {%- set rows_deleted = dbt_ivm.ivm_rewrite_partitions(target, target_columns, insert_view, predicates, settings.partition_by) -%}
     {%- else -%}
       {%- set rows_deleted = run_query('select count(*) from ' ~ target ~ ' __ivm_v ' ~ predicates.joins | join(' ') ~ ' where ' ~ predicates.flag).rows[0][0] -%}
       {%- do dbt_ivm.ivm_apply_rewrite(target, columns, insert_view, predicates) -%}
@@ -176,10 +177,11 @@
 
 {#- Partitioned table: overwrite only the partitions that lose or gain rows, then drop the
     ones left empty (dynamic overwrite never empties a partition). Returns rows deleted. -#}
-{% macro ivm_rewrite_partitions(target, columns, insert_view, predicates, partition_by) %}
+{% macro ivm_rewrite_partitions(target, target_columns, insert_view, predicates, partition_by) %}
   {%- set pcols = dbt_ivm.ivm_quote_all(partition_by) -%}
+  {%- set columns = target_columns | map(attribute='name') | list -%}
   {%- set types = {} -%}
-  {%- for c in adapter.get_columns_in_relation(target) -%}{%- do types.update({c.name | lower: c.data_type}) -%}{%- endfor -%}
+  {%- for c in target_columns -%}{%- do types.update({c.name | lower: c.data_type}) -%}{%- endfor -%}
   {%- set as_text = [] -%}
   {%- for c in pcols -%}{%- do as_text.append('cast(__ivm_v.' ~ c ~ ' as string)') -%}{%- endfor -%}
   {%- set losing = run_query('select ' ~ as_text | join(', ') ~ ', count(*), count_if(' ~ predicates.flag ~ ') from ' ~ target ~ ' __ivm_v '
@@ -221,6 +223,8 @@
   {{ return(ns.deleted) }}
 {% endmacro %}
 
+{#- Dropping a cached temporary view also uncaches it. Newest first: uncaching resolves
+    the view, so the views it reads must still exist. -#}
 {% macro ivm_drop_temp_views(names) %}
   {%- for name in names | reverse -%}
     {%- do run_query('drop view if exists ' ~ name) -%}

@@ -1,7 +1,8 @@
 """Write changes to an upstream table and to its change log, the way a producer would.
 
 Every operation becomes one commit version in the log (Delta's change-data-feed schema),
-written before the table (the write-ahead contract dbt_ivm relies on).
+written before the table (the write-ahead contract dbt_ivm relies on). The table is read
+into Python and rewritten whole: meant for the small tables of the demo and the tests.
 """
 
 from __future__ import annotations
