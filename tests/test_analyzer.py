@@ -13,8 +13,14 @@ from typing import Any
 import pytest
 import yaml
 
-from dbt_ivm.analysis import CATALOG, Analysis, Issue, Upstream, analyze
-from dbt_ivm.analysis.vocabulary import AGGREGATES, GENERATORS, NONDETERMINISTIC
+from dbt_ivm.analysis import CATALOG, Analysis, Issue, Refresh, Upstream, analyze
+from dbt_ivm.analysis.vocabulary import (
+    AGGREGATES,
+    CLAUSE_KEYWORDS,
+    GENERATORS,
+    NON_COLUMN_WORDS,
+    NONDETERMINISTIC,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 CASES: list[dict[str, Any]] = yaml.safe_load((ROOT / "tests/corpus/sql_cases.yml").read_text())["cases"]
@@ -36,6 +42,11 @@ def upstreams(names: list[str], problems: dict[str, str] | None = None) -> list[
     return [Upstream(name, tuple(name.split(".")), declared(name)) for name in names]
 
 
+def expected_refresh(case: dict[str, Any]) -> Refresh | None:
+    refresh = case.get("refresh")
+    return None if refresh is None else Refresh(**refresh)
+
+
 def analyze_default(sql: str, problems: dict[str, str] | None = None) -> Analysis:
     return analyze(sql, upstreams(DEFAULT_UPSTREAMS, problems))
 
@@ -54,6 +65,7 @@ def macro_literal(path: str, macro: str) -> Any:
 def test_corpus_case(case: dict[str, Any]) -> None:
     result = analyze(case["sql"], upstreams(case.get("upstreams", DEFAULT_UPSTREAMS), case.get("problems")))
     assert (result.shape, list(result.codes)) == (case["shape"], case["codes"]), result.issues
+    assert result.refresh == expected_refresh(case)
 
 
 def test_corpus_is_complete() -> None:
@@ -61,6 +73,15 @@ def test_corpus_is_complete() -> None:
     assert len(CASES) >= 45
     assert len(set(names)) == len(names)
     assert all(case["codes"] == sorted(set(case["codes"])) for case in CASES)
+    # a refresh is stated exactly for the maintainable cases
+    assert [c["name"] for c in CASES if ("refresh" in c) == bool(c["codes"])] == []
+    aggregates = [c for c in CASES if c["shape"].startswith("aggregate")]
+    assert len(aggregates) >= 30
+    assert {(r["inserts"], r["any"]) for c in aggregates if (r := c.get("refresh"))} == {
+        ("merge", "merge"),
+        ("merge", "recompute"),
+        ("recompute", "recompute"),
+    }
     assert {code for case in CASES for code in case["codes"]} == set(CATALOG)
     assert {case["shape"] for case in CASES} == {
         "join_only",
@@ -86,6 +107,8 @@ def test_catalog_matches_macro() -> None:
         ("ivm_nondeterministic_functions", NONDETERMINISTIC),
         ("ivm_generator_functions", GENERATORS),
         ("ivm_aggregate_functions", AGGREGATES),
+        ("ivm_non_column_words", NON_COLUMN_WORDS),
+        ("ivm_clause_keywords", CLAUSE_KEYWORDS),
     ],
 )
 def test_function_lists_match_macros(macro: str, names: frozenset[str]) -> None:
@@ -129,14 +152,38 @@ POSITIONS = [
     ),
     ("select o.id, t.tag from analytics.orders o\nlateral view explode(o.tags) t as tag", "IVM015", 2, 1),
     ("select o.id from analytics.orders o\njoin analytics.orders p on o.parent_id = p.id", "IVM022", 2, 6),
-    ("select o.customer_id, count(*) as n\nfrom analytics.orders o\ngroup by o.customer_id", "IVM040", 3, 1),
     (
-        "select o.id, max(o.amount) over () as m, sum(o.amount) as s from analytics.orders o",
+        "with t as (\n  select customer_id, count(*) as n from analytics.orders\n  group by customer_id\n)\n"
+        "select * from t",
         "IVM040",
-        1,
-        14,
+        3,
+        3,
     ),
-    ("with d as (\n  select distinct customer_id from analytics.orders\n)\nselect * from d", "IVM041", 2, 3),
+    ("with d as (\n  select distinct customer_id from analytics.orders\n)\nselect * from d", "IVM040", 2, 10),
+    ("with m as (select id,\n max(amount) as a from analytics.orders)\nselect * from m", "IVM040", 2, 2),
+    ("select o.status,\n  o.*, count(*) as n\nfrom analytics.orders o\ngroup by o.status", "IVM041", 2, 3),
+    (
+        "select o.status,\n  upper(o.status) || count(*) as n\nfrom analytics.orders o group by 1",
+        "IVM042",
+        2,
+        3,
+    ),
+    ("select distinct o.status, count(*) as n\nfrom analytics.orders o group by 1", "IVM043", 1, 8),
+    ("select o.status, count(*) as n\nfrom analytics.orders o\ngroup by all", "IVM044", 3, 10),
+    (
+        "select o.a, o.b, count(*) as n\nfrom analytics.orders o\ngroup by o.a, o.b with rollup",
+        "IVM044",
+        3,
+        19,
+    ),
+    ("select o.a, count(*) as n\nfrom analytics.orders o\ngroup by grouping sets ((o.a))", "IVM044", 3, 10),
+    (
+        "select count(*) as n,\n  collect_list(o.id) as ids\nfrom analytics.orders o\nhaving n > 1",
+        "IVM045",
+        2,
+        3,
+    ),
+    ("select count(*) as n\nfrom analytics.orders o\nhaving count(*) > 1", "IVM045", 3, 1),
     ("with c as (select 1 as one)\nselect one from c", "IVM050", 1, 12),
 ]
 

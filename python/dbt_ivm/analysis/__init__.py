@@ -3,6 +3,6 @@
 
 from dbt_ivm.analysis.analyzer import analyze
 from dbt_ivm.analysis.catalog import CATALOG, Restriction
-from dbt_ivm.analysis.model import Analysis, Issue, Shape, Upstream
+from dbt_ivm.analysis.model import Analysis, Issue, Refresh, Shape, Upstream
 
-__all__ = ["CATALOG", "Analysis", "Issue", "Restriction", "Shape", "Upstream", "analyze"]
+__all__ = ["CATALOG", "Analysis", "Issue", "Refresh", "Restriction", "Shape", "Upstream", "analyze"]

@@ -1,8 +1,8 @@
 """Classify a compiled model the way the run-time Jinja analyzer does (ivm_analyze in
 macros/analysis/classify.sql): the same shape and the same restriction codes, reported
 at the same tokens. The SQL is read with sqlglot's Spark dialect; the rules are in
-blocks.py (query blocks, FROM, joins), conditions.py (join equalities) and functions.py
-(function calls), positions in tokens.py.
+blocks.py (query blocks, FROM, joins), conditions.py (join equalities), functions.py
+(function calls) and aggregates.py (aggregates and DISTINCT), positions in tokens.py.
 
 Known differences from the Jinja side, all on SQL that Spark rejects or that no model
 should contain:
@@ -16,7 +16,6 @@ should contain:
 - Join conditions: an AND inside a CASE at the top level splits conjuncts on the Jinja side
   only; sqlglot adds parentheses of its own in `a = b IS TRUE`; a cast to a type missing
   from ivm_non_column_words counts as a column on the Jinja side only.
-- IVM040 for WITHIN GROUP aggregates is reported at the aggregate, not at GROUP.
 - A subquery none of whose tokens sqlglot locates (`(select current_date)`) is reported
   without position.
 """
@@ -28,9 +27,10 @@ from collections.abc import Sequence
 import sqlglot
 from sqlglot.errors import ParseError, TokenError
 
+from dbt_ivm.analysis.aggregates import MainQuery, aggregate_rules
 from dbt_ivm.analysis.blocks import Rel, parse_query
 from dbt_ivm.analysis.functions import scan_functions
-from dbt_ivm.analysis.model import Analysis, Issue, Shape, Upstream
+from dbt_ivm.analysis.model import Analysis, Issue, Refresh, Shape, Upstream
 from dbt_ivm.analysis.tokens import TokenIndex
 
 
@@ -60,25 +60,32 @@ def analyze(sql: str, upstreams: Sequence[Upstream]) -> Analysis:
             for code, fix in declared.problems
         ]
 
-    ok = [b for b in parsed.blocks if b.ok]
-    grouped = [b for b in ok if b.grouped]
-    distinct = [b for b in ok if b.distinct]
+    main = aggregate_rules(parsed.blocks, index)
+    issues += main.issues
     shape: Shape
-    if grouped or scan.aggregates:
+    if main.aggregate:
         shape = "aggregate" if len(first_reads) <= 1 else "aggregate_over_joins"
-        if grouped:
-            issues.append(Issue("IVM040", "GROUP BY", *index.position(grouped[0].group_by)))
-        else:
-            first = scan.aggregates[0]
-            issues.append(Issue("IVM040", f"{first.name}()", *index.position(first.index)))
-    elif distinct:
+    elif main.distinct:
         shape = "distinct"
-        issues.append(Issue("IVM041", "SELECT DISTINCT", *index.position(distinct[0].start)))
-    elif parsed.blocks and len(ok) == len(parsed.blocks):
+    elif parsed.blocks and all(b.ok for b in parsed.blocks):
         shape = "join_only"
     else:
         shape = "unknown"
-    return Analysis(shape, tuple(issues))
+    return Analysis(shape, tuple(issues), None if issues else _refresh(shape, main))
+
+
+def _refresh(shape: Shape, main: MainQuery) -> Refresh | None:
+    if shape == "join_only":
+        return Refresh(inserts="append", any="rewrite")
+    if shape == "distinct":
+        return Refresh(inserts="merge", any="merge")
+    if shape == "unknown":
+        return None
+    if main.having or "recompute" in main.kinds:
+        return Refresh(inserts="recompute", any="recompute")
+    if "extremum" in main.kinds:
+        return Refresh(inserts="merge", any="recompute")
+    return Refresh(inserts="merge", any="merge")
 
 
 def _describe(error: ParseError | TokenError) -> str:

@@ -47,7 +47,6 @@ _SET_OPERATIONS = (
     ("minus", TokenType.EXCEPT),
 )
 _EXCEPT = frozenset({TokenType.EXCEPT})
-_GROUP_BY = frozenset({TokenType.GROUP_BY})
 _LATERAL = frozenset({TokenType.LATERAL})
 _TABLE_NAME_ARGS = frozenset({"this", "db", "catalog", "alias"})
 
@@ -62,11 +61,17 @@ class Rel:
 
 @dataclass(frozen=True)
 class Block:
+    """One query block: its tokens and, once read up to its FROM clause (ok), the keyword
+    tokens of its clauses (the first of each word at the block's depth, as on the Jinja
+    side: `within group` counts as GROUP there)."""
+
+    region: Region | None
     ok: bool
-    start: int | None = None  # first token, where the Jinja side reports SELECT DISTINCT
-    distinct: bool = False
-    grouped: bool = False
-    group_by: int | None = None
+    select: int | None = None
+    distinct: int | None = None  # DISTINCT right after SELECT
+    group: int | None = None
+    having: int | None = None
+    from_: int | None = None
 
 
 @dataclass(frozen=True)
@@ -122,14 +127,14 @@ class _QueryParser:
         node, region = _unwrap(job.node), job.region
         with_ok, start = self._with_clause(node, region.start if region else None)
         if not with_ok or not self._starts_with_select(node, region, start):
-            return Block(ok=False)
+            return Block(region, ok=False)
         spine = self._spine(node, region)
         branches = [n for n in spine if isinstance(n, exp.Select)]
         self._clause_issues(spine, branches, region, start)
         from_branch = next((b for b in branches if b.args.get("from_")), None)
         if from_branch is None:
             self._issue("IVM050", "SELECT without FROM", start)
-            return Block(ok=False)
+            return Block(region, ok=False)
         for branch in branches[: branches.index(from_branch) + 1]:
             for item in branch.expressions:
                 self._subqueries(item, "SELECT list", region)
@@ -137,12 +142,16 @@ class _QueryParser:
         self._from_clause(from_branch, region, where)
         self._subqueries(where, "WHERE", region)
         self._subqueries(_first_clause(branches, "having"), "HAVING", region)
+        after = _after(start)
+        first = after + 1
         return Block(
+            region,
             ok=True,
-            start=region.start if region else None,
-            distinct=bool(branches[0].args.get("distinct")),
-            grouped=any(b.args.get("group") for b in branches),
-            group_by=self.index.find(region, _GROUP_BY, _after(start)),
+            select=start,
+            distinct=first if start is not None and self.index.words(first) == ("distinct",) else None,
+            group=self.index.clause(region, "group", after),
+            having=self.index.clause(region, "having", after),
+            from_=self.index.clause(region, "from", after),
         )
 
     def _with_clause(self, node: exp.Expr, start: int | None) -> tuple[bool, int | None]:

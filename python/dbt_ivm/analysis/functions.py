@@ -1,5 +1,5 @@
 """Function calls anywhere in the query (ivm_scan_functions on the Jinja side): window
-functions, non-deterministic functions, generators and aggregates.
+functions, non-deterministic functions and generators (aggregates: aggregates.py).
 
 Names are matched as written. sqlglot records the name token of most calls; calls it
 parses with a dedicated parser (CAST, ANY, MAX_BY, PERCENTILE, STRING_AGG, ...) carry no
@@ -16,7 +16,7 @@ from sqlglot import exp
 
 from dbt_ivm.analysis.model import Issue
 from dbt_ivm.analysis.tokens import TokenIndex
-from dbt_ivm.analysis.vocabulary import AGGREGATES, BARE_NONDETERMINISTIC, GENERATORS, NONDETERMINISTIC
+from dbt_ivm.analysis.vocabulary import BARE_NONDETERMINISTIC, GENERATORS, NONDETERMINISTIC
 
 
 @dataclass(frozen=True)
@@ -28,7 +28,6 @@ class Call:
 @dataclass(frozen=True)
 class FunctionScan:
     issues: tuple[Issue, ...]
-    aggregates: tuple[Call, ...]  # in the order of the SQL text
 
 
 def scan_functions(root: exp.Expr, index: TokenIndex) -> FunctionScan:
@@ -43,7 +42,7 @@ def scan_functions(root: exp.Expr, index: TokenIndex) -> FunctionScan:
     found += [(i, "IVM011", "window function (OVER)") for i in _overs(root, index, call_of)]
     found.sort(key=lambda f: (f[0] is None, f[0] or 0))
     issues = tuple(Issue(code, construct, *index.position(i)) for i, code, construct in found)
-    return FunctionScan(issues, tuple(call for call in calls if call.name in AGGREGATES))
+    return FunctionScan(issues)
 
 
 def _calls(root: exp.Expr, index: TokenIndex) -> tuple[list[Call], dict[int, int]]:

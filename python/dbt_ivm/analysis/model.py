@@ -6,6 +6,9 @@ from dataclasses import dataclass
 from typing import Literal
 
 Shape = Literal["join_only", "aggregate", "aggregate_over_joins", "distinct", "unknown"]
+# append: insert the new rows; rewrite: delete the changed slice, insert its new rows;
+# merge: merge per-group (or per-row) deltas; recompute: recompute the affected groups
+RefreshMethod = Literal["append", "rewrite", "merge", "recompute"]
 
 
 @dataclass(frozen=True)
@@ -37,9 +40,19 @@ class Issue:
 
 
 @dataclass(frozen=True)
+class Refresh:
+    """How a refresh applies a batch: `inserts` when every upstream change in it is an
+    insert, `any` when it has deletes or updates."""
+
+    inserts: RefreshMethod
+    any: RefreshMethod
+
+
+@dataclass(frozen=True)
 class Analysis:
     shape: Shape
     issues: tuple[Issue, ...]
+    refresh: Refresh | None = None  # None when the model cannot be maintained
 
     @property
     def maintainable(self) -> bool:

@@ -17,7 +17,13 @@ from dataclasses import dataclass, field
 import sqlglot
 from sqlglot import Token, TokenType, exp
 
-_NOT_WORDS = frozenset({TokenType.STRING, TokenType.IDENTIFIER, TokenType.NUMBER})
+_NOT_WORDS = frozenset(
+    {
+        TokenType.STRING, TokenType.IDENTIFIER, TokenType.NUMBER, TokenType.BIT_STRING,
+        TokenType.HEX_STRING, TokenType.BYTE_STRING, TokenType.NATIONAL_STRING, TokenType.RAW_STRING,
+        TokenType.UNICODE_STRING,
+    }
+)  # fmt: skip
 _OPENS_QUERY = frozenset({TokenType.SELECT, TokenType.WITH})
 _JOIN_WORDS = frozenset(
     {
@@ -101,6 +107,25 @@ class TokenIndex:
 
     def word(self, index: int) -> str:
         return self.tokens[index].text.lower()
+
+    def words(self, index: int) -> tuple[str, ...]:
+        """The Jinja side's words of a token: sqlglot reads `GROUP BY`, `PARTITION BY`, ... as
+        one token where the Jinja tokenizer sees two words."""
+        if index >= len(self.tokens) or self.tokens[index].token_type in _NOT_WORDS:
+            return ()
+        parts = self.tokens[index].text.lower().split()
+        return tuple(parts) if parts and all(p.isidentifier() for p in parts) else ()
+
+    def after_dot(self, index: int) -> bool:
+        return index > 0 and self.tokens[index - 1].token_type == TokenType.DOT
+
+    def clause(self, region: Region | None, word: str, after: int = -1) -> int | None:
+        """First token starting with the word at the block's depth, not after a `.`: where
+        the Jinja parser finds a clause keyword."""
+        for i in self.scan_depth(region, after):
+            if self.words(i)[:1] == (word,) and not self.after_dot(i):
+                return i
+        return None
 
     def is_call(self, index: int) -> bool:
         """A word followed by `(` and not preceded by `.`, the Jinja side's function call."""
@@ -208,10 +233,14 @@ class TokenIndex:
         return next(self.scan(region, types, after), None)
 
     def scan(self, region: Region | None, types: frozenset[TokenType], after: int = -1) -> Iterator[int]:
+        return (i for i in self.scan_depth(region, after) if self.tokens[i].token_type in types)
+
+    def scan_depth(self, region: Region | None, after: int = -1) -> Iterator[int]:
+        """The tokens at the block's own depth, after index `after`."""
         if region is None:
             return
         for i in range(max(region.start, after + 1), region.end):
-            if self.depths[i] == region.depth and self.tokens[i].token_type in types:
+            if self.depths[i] == region.depth:
                 yield i
 
     def join_operator(self, item: int | None) -> int | None:

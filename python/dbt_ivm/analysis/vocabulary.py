@@ -39,3 +39,26 @@ AGGREGATES: Final = frozenset(
         "product",
     }
 )  # fmt: skip
+
+# Words that are never a column reference (ivm_non_column_words).
+NON_COLUMN_WORDS: Final = frozenset(
+    {
+        "null", "true", "false", "and", "or", "not", "is", "as", "in", "like", "between", "case",
+        "when", "then", "else", "end", "cast", "interval", "int", "integer", "bigint", "smallint",
+        "tinyint", "string", "varchar", "char", "double", "float", "real", "decimal", "numeric",
+        "date", "timestamp", "timestamp_ntz", "boolean", "binary", "long", "short", "byte",
+    }
+)  # fmt: skip
+
+# How a refresh maintains an aggregate: from signed per-group deltas, by least/greatest
+# after inserts, or by recomputing the affected groups.
+ADDITIVE_AGGREGATES: Final = frozenset({"count", "count_if", "sum", "avg", "mean"})
+EXTREMUM_AGGREGATES: Final = frozenset({"min", "max"})
+
+# Words that start a clause of a query block (ivm_clause_keywords).
+CLAUSE_KEYWORDS: Final = frozenset(
+    {
+        "from", "where", "group", "having", "order", "limit", "window", "qualify", "sort", "cluster",
+        "distribute", "union", "intersect", "except", "minus", "lateral", "offset",
+    }
+)  # fmt: skip
