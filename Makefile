@@ -11,7 +11,7 @@ $(VENV)/.installed: pyproject.toml
 	bash scripts/ensure_java.sh
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e ".[dev]"
+	$(BIN)/pip install --quiet -e ".[spark,dev]"
 	touch $@
 
 demo: setup

@@ -1,0 +1,292 @@
+"""`dbt-ivm explain` and `dbt-ivm check` on small hand-made manifests (tests/manifests.py).
+No dbt, no Spark: the command reads target/manifest.json only."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from dbt_ivm.analysis import CATALOG
+from dbt_ivm.cli import main
+from dbt_ivm.explain.manifest import read_models
+from tests.manifests import ManifestBuilder, shop_manifest
+
+LEGACY_FIX = (
+    "declare how changes of shop.legacy are read, e.g. sources: [{name: shop, tables: [{name: legacy, "
+    "meta: {ivm: {unique_key: [id], change_log: legacy_changes}}}]  or, for an append-only table, "
+    "{ivm: {watermark: loaded_at}}"
+)
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    shop_manifest().write(tmp_path / "target/manifest.json")
+    return tmp_path
+
+
+def explain(project: Path, capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    code = main(["explain", "--project-dir", str(project), *args])
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def section(out: str, model: str) -> str:
+    """The part of the text report about one model."""
+    return next(block for block in out.split("\n\n") if block.startswith(f"{model}  ("))
+
+
+def row(text: str, label: str) -> list[str]:
+    """The cells of the capability table row with this label."""
+    line = next(line for line in text.splitlines() if line.strip().startswith(label))
+    return [cell.strip() for cell in line.split("  ") if cell.strip()]
+
+
+# -- explain ----------------------------------------------------------------------------------
+
+
+def test_explain_classifies_every_ivm_model_and_fails_for_the_broken_ones(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, _ = explain(project, capsys)
+    assert code == 1
+    assert "plain_view" not in out
+    good = section(out, "order_facts")
+    assert "class: join-only" in good
+    assert row(good, "incremental after inserts") == [
+        "incremental after inserts",
+        "yes",
+        "insert the rows the new upstream rows produce",
+    ]
+    assert row(good, "incremental after any DML on shop.customers")[1] == "yes"
+    bad = section(out, "bad_facts")
+    assert "class: not maintainable" in bad
+    assert "dbt run: dbt run fails" in bad
+    assert "IVM020 outer join: LEFT OUTER JOIN at line 3, column 1 of the compiled SQL" in bad
+    assert f"fix: {CATALOG['IVM020'].fix}" in bad
+    assert "IVM031 upstream without a change feed: upstream shop.legacy at line 3, column 11" in bad
+    assert f"fix: {LEGACY_FIX}" in bad
+    assert "no change feed declared" in bad
+    assert out.endswith("6 ivm models: 3 incremental, 1 rebuilt in full on every run, 2 failing. "
+                        "Change logs themselves (IVM032) are checked at run time.\n")  # fmt: skip
+
+
+def test_explain_names_the_refresh_of_aggregates(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    _, out, _ = explain(project, capsys)
+    revenue = section(out, "revenue")
+    assert "class: aggregate over joins" in revenue
+    assert "merge the new rows into their groups" in revenue
+    assert "recompute the groups the changed shop.orders rows fall into" in revenue
+    visits = section(out, "visit_counts")
+    assert "class: recompute-affected-keys" in visits
+    assert row(visits, "incremental after any DML on shop.visits")[1:] == [
+        "no",
+        "append-only upstream (watermark loaded_at): updates and deletes are never read; "
+        "declare a change_log and unique_key to absorb them",
+    ]
+
+
+def test_explain_full_rebuild_fallback_and_uncompiled_model(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _, out, _ = explain(project, capsys)
+    fallback = section(out, "fallback")
+    assert "dbt run: rebuilt in full on every run (ivm_on_unsupported: full_rebuild)" in fallback
+    assert "IVM010 non-deterministic function: rand() at line 1, column 20" in fallback
+    assert row(fallback, "full rebuild") == [
+        "full rebuild",
+        "yes",
+        "on every run (ivm_on_unsupported: full_rebuild)",
+    ]
+    assert row(fallback, "incremental after inserts")[1:] == [
+        "no",
+        "cannot be maintained incrementally: IVM010",
+    ]
+    fresh = section(out, "fresh")
+    assert "class: not compiled" in fresh
+    assert "error: no compiled SQL in the manifest: run dbt compile first" in fresh
+
+
+def test_explain_named_models_only(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = explain(project, capsys, "order_facts", "fallback")
+    assert code == 0
+    assert [b.split()[0] for b in out.split("\n\n")[:-1]] == ["order_facts", "fallback"]
+
+
+def test_explain_unknown_model_says_which_exist(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = explain(project, capsys, "orders_fact")
+    assert (code, out) == (2, "")
+    assert "no ivm model named orders_fact" in err
+    assert "order_facts" in err
+    assert "run dbt compile if it is new" in err
+
+
+def test_explain_without_manifest_says_to_compile(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = explain(tmp_path, capsys)
+    assert code == 2
+    assert f"no dbt manifest at {tmp_path / 'target/manifest.json'}: run `dbt compile`" in err
+
+
+def test_explain_json(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = explain(project, capsys, "--format", "json")
+    document = json.loads(out)
+    assert code == 1
+    assert document["schema_version"] == 1
+    assert document["failing"] == ["bad_facts", "fresh"]
+    models = {m["name"]: m for m in document["models"]}
+    assert list(models) == ["order_facts", "bad_facts", "revenue", "visit_counts", "fallback", "fresh"]
+    assert set(models["order_facts"]) == {
+        "name", "unique_id", "file", "class", "shape", "outcome", "on_unsupported", "refresh",
+        "upstreams", "capabilities", "restrictions", "errors",
+    }  # fmt: skip
+    assert models["order_facts"]["refresh"] == {"inserts": "append", "any": "rewrite"}
+    assert models["revenue"]["refresh"] == {"inserts": "merge", "any": "recompute"}
+    assert models["visit_counts"]["upstreams"] == [
+        {
+            "name": "shop.visits",
+            "relation": "raw.visits",
+            "kind": "append_only",
+            "unique_key": [],
+            "change_log": None,
+            "watermark": "loaded_at",
+        }
+    ]
+    bad = models["bad_facts"]
+    assert (bad["class"], bad["outcome"], bad["refresh"]) == ("not maintainable", "fails", None)
+    assert [(r["code"], r["line"], r["column"]) for r in bad["restrictions"]] == [
+        ("IVM020", 3, 1),
+        ("IVM031", 3, 11),
+    ]
+    assert bad["restrictions"][1]["fix"] == LEGACY_FIX
+    assert [(c["tier"], c["upstream"], c["possible"], c["codes"]) for c in bad["capabilities"]] == [
+        ("inserts", None, False, ["IVM020", "IVM031"]),
+        ("any_dml", "shop.orders", False, ["IVM020", "IVM031"]),
+        ("any_dml", "shop.legacy", False, ["IVM020", "IVM031"]),
+        ("full_rebuild", None, True, []),
+    ]
+    assert models["fallback"]["outcome"] == "full_rebuild_every_run"
+    assert models["fresh"]["errors"] == ["no compiled SQL in the manifest: run dbt compile first"]
+
+
+def test_upstream_declaration_problems_carry_the_yaml_to_add() -> None:
+    m = ManifestBuilder()
+    keyless = m.source("events", {"change_log": "raw.events_log"})
+    m.model("events_facts", "select e.id from raw.events e", [keyless])
+    (model,) = read_models({"nodes": m.nodes, "sources": m.sources})
+    (upstream,) = model.upstreams
+    assert upstream.problems == (
+        (
+            "IVM030",
+            "a change log is netted per row key: add `unique_key: [<key column>, ...]` next to change_log in "
+            "sources: [{name: shop, tables: [{name: events, meta: {ivm: {change_log: raw.events_log, "
+            "unique_key: [id]}}}]",
+        ),
+    )
+
+
+def test_invalid_settings_fail_with_the_run_time_message(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    m = ManifestBuilder()
+    orders = m.source("orders", {"unique_key": ["order_id"], "change_log": "orders_changes"})
+    m.model("typo", "select o.order_id from raw.orders o", [orders], ivm_on_unsupported="rebuild")
+    m.write(tmp_path / "target/manifest.json")
+    code, out, _ = explain(tmp_path, capsys)
+    assert code == 1
+    assert "error: Model 'typo': ivm_on_unsupported must be 'error' or 'full_rebuild', got 'rebuild'." in out
+
+
+# -- check (the pre-commit hook) ------------------------------------------------------------
+
+
+@pytest.fixture
+def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A repository whose dbt project lives in dbt/, named by .dbt-checkpoint.yaml."""
+    manifest = shop_manifest()
+    manifest.write(tmp_path / "dbt/target/manifest.json")
+    manifest.write_model_files(tmp_path / "dbt")
+    (tmp_path / ".dbt-checkpoint.yaml").write_text("version: 1\ndbt-project-dir: dbt\n")
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def check(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, list[str]]:
+    code = main(["check", *args])
+    return code, capsys.readouterr().out.splitlines()
+
+
+def test_check_reports_each_restriction_of_a_changed_model(
+    repo: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, lines = check(
+        capsys, "dbt/models/order_facts.sql", "dbt/models/bad_facts.sql", "dbt/seeds/x.csv", "README.md"
+    )
+    assert code == 1
+    assert lines == [
+        "dbt/models/bad_facts.sql: IVM020 outer join: LEFT OUTER JOIN at line 3, column 1 of the compiled "
+        f"SQL; fix: {CATALOG['IVM020'].fix}",
+        "dbt/models/bad_facts.sql: IVM031 upstream without a change feed: upstream shop.legacy at line 3, "
+        f"column 11 of the compiled SQL; fix: {LEGACY_FIX}",
+    ]
+
+
+def test_check_passes_maintainable_models_and_full_rebuild_fallbacks(
+    repo: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    files = ["dbt/models/order_facts.sql", "dbt/models/revenue.sql", "dbt/models/fallback.sql"]
+    assert check(capsys, *files) == (0, [])
+
+
+def test_check_exclude(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert check(capsys, "dbt/models/bad_facts.sql", "--exclude", "bad_") == (0, [])
+
+
+def test_check_asks_to_compile_uncompiled_or_edited_models(
+    repo: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    edited = repo / "dbt/models/order_facts.sql"
+    edited.write_text(edited.read_text() + "left join raw.legacy l on l.order_id = o.order_id\n")
+    code, lines = check(capsys, "dbt/models/fresh.sql", "dbt/models/order_facts.sql")
+    assert code == 1
+    assert lines == [
+        "dbt/models/fresh.sql: no compiled SQL in the manifest: run dbt compile first",
+        "dbt/models/order_facts.sql: changed since dbt/target/manifest.json was written: "
+        "run dbt compile first",
+    ]
+
+
+def test_check_without_config_uses_the_current_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    manifest = shop_manifest()
+    manifest.write(tmp_path / "target/manifest.json")
+    manifest.write_model_files(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    code, lines = check(capsys, "models/bad_facts.sql")
+    assert code == 1
+    assert lines[0].startswith("models/bad_facts.sql: IVM020 outer join: LEFT OUTER JOIN at line 3, column 1")
+
+
+# -- packaging --------------------------------------------------------------------------------
+
+
+def test_console_script_runs_without_dbt_or_spark(project: Path) -> None:
+    """The hook installs sqlglot and pyyaml only: the command must not import dbt or pyspark."""
+    probe = (
+        "import sys\n"
+        "from dbt_ivm.cli import main\n"
+        f"code = main(['explain', '--project-dir', {str(project)!r}, 'order_facts'])\n"
+        "loaded = sorted({m.split('.')[0] for m in sys.modules} & {'dbt', 'pyspark', 'py4j'})\n"
+        "print('LOADED', loaded, code)\n"
+    )
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert result.stdout.splitlines()[-1] == "LOADED [] 0"
+    script = Path(sys.executable).parent / "dbt-ivm"
+    installed = subprocess.run(
+        [str(script), "explain", "--project-dir", str(project), "bad_facts"], capture_output=True, text=True
+    )
+    assert installed.returncode == 1
+    assert "IVM020 outer join" in installed.stdout
