@@ -1,4 +1,4 @@
-"""Every restriction of a join-only ivm model fails with a message that names the model,
+"""Every restriction of an ivm model fails with a message that names the model,
 the restriction code, the construct with its position, and the fix."""
 
 from __future__ import annotations
@@ -51,13 +51,30 @@ BAD_MODELS: dict[str, tuple[str, list[str]]] = {
         f"select a.order_id from {ORDERS} a join {ORDERS} b on a.order_id = b.customer_id",
         ["IVM022", "upstream shop.orders read twice", "second upstream model"],
     ),
-    "aggregate": (
-        f"select customer_id, sum(amount) as total from {ORDERS} group by customer_id",
-        ["IVM040", "GROUP BY"],
+    "aggregate_in_cte": (
+        f"with t as (select customer_id, sum(amount) as total from {ORDERS} group by customer_id)\n"
+        "select customer_id, total from t",
+        ["IVM040", "GROUP BY in t", "line 2, column", "its own ivm model"],
     ),
-    "distinct": (
-        f"select distinct customer_id from {ORDERS}",
-        ["IVM041", "SELECT DISTINCT"],
+    "aggregate_star": (
+        f"select *, count(*) as n from {ORDERS} group by order_id, customer_id, amount",
+        ["IVM041", "SELECT *", "list the group columns"],
+    ),
+    "aggregate_mixed_item": (
+        f"select customer_id, customer_id * count(*) as weighted from {ORDERS} group by customer_id",
+        ["IVM042", "line 2, column 21", "downstream model"],
+    ),
+    "distinct_aggregate": (
+        f"select distinct customer_id, count(*) as n from {ORDERS} group by customer_id",
+        ["IVM043", "SELECT DISTINCT"],
+    ),
+    "rollup": (
+        f"select customer_id, sum(amount) as total from {ORDERS} group by rollup(customer_id)",
+        ["IVM044", "ROLLUP"],
+    ),
+    "whole_table_recompute": (
+        f"select count(distinct customer_id) as customers from {ORDERS}",
+        ["IVM045", "count() without GROUP BY", "add a GROUP BY"],
     ),
     "random": (
         f"select order_id, rand() as r from {ORDERS}",

@@ -198,7 +198,7 @@ def test_interrupted_refresh_is_repaired_by_next_run(project: IvmProject, shop: 
         project.spark.sql(
             f"insert into {log} select refresh_id, relation, '{status}', path, reason, started_at, "
             f"current_timestamp(), duration_s, versions_from, versions_to, change_rows, rows_deleted, "
-            f"rows_inserted, logs_advanced, definition_hash, message, model from {log} "
+            f"rows_inserted, logs_advanced, definition_hash, message, phase_s, model from {log} "
             f"where refresh_id = '{build['refresh_id']}' and status = 'success'"
         )
     project.run("--select", "order_facts")

@@ -1,6 +1,9 @@
-{#- Classify a compiled model: returns {'shape', 'issues', 'parsed'}.
+{#- Classify a compiled model: returns {'shape', 'issues', 'parsed', 'aggregation', 'refresh'}.
     shape: join_only | aggregate | aggregate_over_joins | distinct | unknown.
-    issues: restriction codes found (empty when the model can be maintained). -#}
+    issues: restriction codes found (empty when the model can be maintained).
+    aggregation: see ivm_aggregate_rules. refresh: how a batch of inserts only and a batch
+    with any change are applied ({'inserts', 'any'}: append, rewrite, merge or recompute),
+    none when the model cannot be maintained. -#}
 {% macro ivm_analyze(sql, upstreams) %}
   {%- set parsed = dbt_ivm.ivm_parse_query(sql, upstreams) -%}
   {%- set issues = parsed.issues -%}
@@ -23,19 +26,17 @@
                             'position': dbt_ivm.ivm_position(parsed.tk, r.s), 'fix': problem.fix}) -%}
     {%- endfor -%}
   {%- endfor -%}
-  {%- set grouped = ok_blocks | selectattr('group_range', 'defined') | list -%}
-  {%- set distinct = ok_blocks | selectattr('distinct') | list -%}
-  {%- if grouped or parsed.get('aggregates') -%}
+  {%- set aggregation = dbt_ivm.ivm_aggregate_rules(parsed) -%}
+  {%- if aggregation.kind == 'aggregate' -%}
     {%- set shape = 'aggregate' if seen | length <= 1 else 'aggregate_over_joins' -%}
-    {%- set first = grouped[0].clauses['group'] if grouped else parsed.aggregates[0].pos -%}
-    {%- do dbt_ivm.ivm_add_issue(parsed, 'IVM040', parsed.tk, first, 'GROUP BY' if grouped else parsed.aggregates[0].name ~ '()') -%}
-  {%- elif distinct -%}
+  {%- elif aggregation.kind == 'distinct' -%}
     {%- set shape = 'distinct' -%}
-    {%- do dbt_ivm.ivm_add_issue(parsed, 'IVM041', parsed.tk, distinct[0].s, 'SELECT DISTINCT') -%}
   {%- elif ok_blocks | length == parsed.blocks | length and parsed.blocks -%}
     {%- set shape = 'join_only' -%}
   {%- else -%}
     {%- set shape = 'unknown' -%}
   {%- endif -%}
-  {{ return({'shape': shape, 'issues': issues, 'parsed': parsed}) }}
+  {%- set refresh = aggregation.refresh if shape != 'join_only' else {'inserts': 'append', 'any': 'rewrite'} -%}
+  {{ return({'shape': shape, 'issues': issues, 'parsed': parsed, 'aggregation': aggregation,
+            'refresh': none if issues or shape == 'unknown' else refresh}) }}
 {% endmacro %}

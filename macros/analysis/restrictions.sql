@@ -16,8 +16,12 @@
     'IVM030': {'what': 'upstream without a row key', 'fix': 'declare the row key of the upstream in its YAML'},
     'IVM031': {'what': 'upstream without a change feed', 'fix': 'declare a change log relation or an append-only watermark column for the upstream in its YAML'},
     'IVM032': {'what': 'declared change log relation does not exist or lacks the change columns', 'fix': 'create the change log with the upstream columns plus _change_type, _commit_version and _commit_timestamp, or fix its name'},
-    'IVM040': {'what': 'aggregate (GROUP BY or aggregate function): not supported by this version', 'fix': 'materialize the join as an ivm model and aggregate it in a downstream model, or opt into ivm_on_unsupported: full_rebuild'},
-    'IVM041': {'what': 'SELECT DISTINCT: not supported by this version', 'fix': 'remove DISTINCT (the row keys already make rows distinct), or opt into ivm_on_unsupported: full_rebuild'},
+    'IVM040': {'what': 'aggregate or DISTINCT inside a CTE or derived table', 'fix': 'keep aggregation in the outermost query: make the inner aggregate its own ivm model and ref() it'},
+    'IVM041': {'what': 'SELECT * in an aggregate query', 'fix': 'list the group columns and the aggregates explicitly'},
+    'IVM042': {'what': 'select item combines aggregates with columns outside the aggregate calls', 'fix': 'select the group column and the aggregate as separate columns and combine them in a downstream model'},
+    'IVM043': {'what': 'SELECT DISTINCT over GROUP BY or aggregates', 'fix': 'remove DISTINCT (groups are already distinct) or apply it in a downstream model'},
+    'IVM044': {'what': 'GROUP BY ALL, ROLLUP, CUBE or GROUPING SETS', 'fix': 'list the group expressions; compute rollups in a downstream model from this one'},
+    'IVM045': {'what': 'aggregate that needs a group recompute in a query without GROUP BY (its only group is the whole input)', 'fix': 'add a GROUP BY, or use only count, sum, avg, min and max'},
     'IVM050': {'what': 'query reads no upstream relation', 'fix': 'an ivm model needs at least one ref() or source() in FROM'},
   }) }}
 {% endmacro %}

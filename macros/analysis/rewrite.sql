@@ -5,8 +5,10 @@
       with a snapshot or a change set of that upstream, see ivm_fill_relations), and
     * the hidden identity columns of every upstream added to every select list on the
       way to the output, so each view row says which upstream rows it came from.
-    hidden: per upstream index, a list of {'column', 'name'}. -#}
-{% macro ivm_rewrite_template(parsed, hidden) %}
+    hidden: per upstream index, a list of {'column', 'name'}.
+    edits: further replacements [{'s', 'e', 'text'}] of sig ranges [s, e) (the aggregate
+    rewrites use them on the main query), and append: text added at the end. -#}
+{% macro ivm_rewrite_template(parsed, hidden, edits=[], append='') %}
   {%- set tk = parsed.tk -%}
   {%- set toks = tk.tokens -%}
   {%- set sig = tk.sig -%}
@@ -57,18 +59,42 @@
   {%- for q in parsed.qualifiers -%}
     {%- do replace.update({sig[q.s]: {'end': sig[q.e - 1], 'text': dbt_ivm.ivm_quote(parsed.upstreams[q.upstream].parts[-1])}}) -%}
   {%- endfor -%}
+  {%- for ed in edits -%}
+    {%- do replace.update({sig[ed.s]: {'end': sig[ed.e - 1], 'text': ed.text}}) -%}
+  {%- endfor -%}
+  {{ return(dbt_ivm.ivm_edited_text(toks, 0, toks | length, insert_before, replace) ~ append) }}
+{% endmacro %}
+
+{#- Tokens [first, stop) with insertions and replacements {token index: {'end', 'text'}};
+    tokens inside a replaced range are dropped, and so is the statement's `;`. -#}
+{% macro ivm_edited_text(toks, first, stop, insert_before, replace) %}
   {%- set out = [] -%}
   {%- set ns = namespace(skip_to=-1) -%}
-  {%- for t in toks -%}
-    {%- set i = loop.index0 -%}
+  {%- for i in range(first, stop) -%}
     {%- if i in insert_before -%}{%- do out.append(insert_before[i]) -%}{%- endif -%}
-    {%- if i in replace -%}
+    {%- if i <= ns.skip_to -%}
+    {%- elif i in replace -%}
       {%- do out.append(replace[i].text) -%}{%- set ns.skip_to = replace[i].end -%}
-    {%- elif i > ns.skip_to and t.v != ';' -%}
-      {%- do out.append(t.v) -%}
+    {%- elif toks[i].v != ';' -%}
+      {%- do out.append(toks[i].v) -%}
     {%- endif -%}
   {%- endfor -%}
   {{ return(out | join('')) }}
+{% endmacro %}
+
+{#- The text of sig range [s, e) with upstream qualifiers rewritten as in the template,
+    and further replacements subs {sig position: {'end': sig position (exclusive), 'text'}}. -#}
+{% macro ivm_range_text(parsed, s, e, subs={}) %}
+  {%- set sig = parsed.tk.sig -%}
+  {%- if s >= e -%}{{ return('') }}{%- endif -%}
+  {%- set replace = {} -%}
+  {%- for q in parsed.qualifiers if q.s >= s and q.e <= e -%}
+    {%- do replace.update({sig[q.s]: {'end': sig[q.e - 1], 'text': dbt_ivm.ivm_quote(parsed.upstreams[q.upstream].parts[-1])}}) -%}
+  {%- endfor -%}
+  {%- for p, r in subs.items() -%}
+    {%- do replace.update({sig[p]: {'end': sig[r.end - 1], 'text': r.text}}) -%}
+  {%- endfor -%}
+  {{ return(dbt_ivm.ivm_edited_text(parsed.tk.tokens, sig[s], sig[e - 1] + 1, {}, replace)) }}
 {% endmacro %}
 
 {#- Fill the placeholders of a template: relations maps upstream index to SQL text. -#}

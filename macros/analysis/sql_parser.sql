@@ -78,6 +78,7 @@
     {%- do dbt_ivm.ivm_add_issue(ctx, 'IVM001', tk, none, 'empty query') -%}{{ return(block) }}
   {%- endif -%}
   {%- set base = toks[sig[ns.s]].d -%}
+  {%- do block.update({'base': base}) -%}
   {#- WITH clause: every CTE becomes a block of its own -#}
   {%- if toks[sig[ns.s]].l == 'with' -%}
     {%- set c = namespace(p=ns.s + 1, ok=true) -%}
@@ -133,9 +134,10 @@
   {#- select list -#}
   {%- set sel = namespace(p=ns.s + 1) -%}
   {%- if toks[sig[sel.p]].l in ('distinct', 'all') -%}
-    {%- do block.update({'distinct': toks[sig[sel.p]].l == 'distinct'}) -%}
+    {%- do block.update({'distinct': toks[sig[sel.p]].l == 'distinct', 'distinct_pos': sel.p}) -%}
     {%- set sel.p = sel.p + 1 -%}
   {%- endif -%}
+  {%- do block.update({'select_s': sel.p}) -%}
   {%- do dbt_ivm.ivm_split_select_items(ctx, block, sel.p, from_pos, base) -%}
   {#- end of the FROM clause: the next clause keyword after it -#}
   {%- set fe = namespace(e=ns.e) -%}
@@ -166,15 +168,16 @@
       {%- set is_ = cur.s -%}
       {%- set ie = p -%}
       {%- set width = ie - is_ -%}
-      {%- set item = {'s': is_, 'e': ie, 'star': none, 'name': none} -%}
+      {#- xe: end of the expression, before the alias -#}
+      {%- set item = {'s': is_, 'e': ie, 'xe': ie, 'star': none, 'name': none} -%}
       {%- if width == 1 and toks[sig[is_]].v == '*' -%}
         {%- do item.update({'star': '*'}) -%}
       {%- elif width == 3 and toks[sig[ie - 1]].v == '*' and toks[sig[ie - 2]].v == '.' -%}
         {%- do item.update({'star': toks[sig[is_]].l}) -%}
       {%- elif width >= 2 and toks[sig[ie - 1]].k in ('word', 'qid') and toks[sig[ie - 2]].l == 'as' -%}
-        {%- do item.update({'name': toks[sig[ie - 1]].l}) -%}
+        {%- do item.update({'name': toks[sig[ie - 1]].l, 'xe': ie - 2}) -%}
       {%- elif width >= 2 and toks[sig[ie - 1]].k in ('word', 'qid') and toks[sig[ie - 2]].v != '.' and (toks[sig[ie - 2]].v == ')' or toks[sig[ie - 2]].k in ('word', 'qid', 'num', 'str')) and toks[sig[ie - 1]].l not in ('end',) -%}
-        {%- do item.update({'name': toks[sig[ie - 1]].l}) -%}
+        {%- do item.update({'name': toks[sig[ie - 1]].l, 'xe': ie - 1}) -%}
       {%- elif toks[sig[ie - 1]].k in ('word', 'qid') -%}
         {%- do item.update({'name': toks[sig[ie - 1]].l}) -%}
       {%- endif -%}
@@ -391,7 +394,7 @@
       {%- elif t.l == 'over' and (next.v == '(' or next.k in ('word', 'qid')) -%}
         {%- do dbt_ivm.ivm_add_issue(ctx, 'IVM011', tk, p, 'window function (OVER)') -%}
       {%- elif next.v == '(' and t.l in dbt_ivm.ivm_aggregate_functions() -%}
-        {%- do aggs.append({'name': t.l, 'pos': p}) -%}
+        {%- do aggs.append(dbt_ivm.ivm_aggregate_call(tk, t.l, p)) -%}
       {%- endif -%}
     {%- endif -%}
   {%- endfor -%}

@@ -45,12 +45,14 @@
     old image and the last new image. One row per changed key with
       __ivm_old (the old image existed), __ivm_new (a new image exists),
       the upstream columns holding the new image when __ivm_new, else the old image,
-    and rows whose old and new image are identical dropped (no-op updates). -#}
-{% macro ivm_netted_changes_sql(up, columns, after, upto) %}
-  {{ return(adapter.dispatch('ivm_netted_changes_sql', 'dbt_ivm')(up, columns, after, upto)) }}
+    and rows whose old and new image are identical dropped (no-op updates).
+    with_before adds __ivm_before, a struct of the old image's columns (aggregates
+    subtract the old image of an updated row). -#}
+{% macro ivm_netted_changes_sql(up, columns, after, upto, with_before=false) %}
+  {{ return(adapter.dispatch('ivm_netted_changes_sql', 'dbt_ivm')(up, columns, after, upto, with_before)) }}
 {% endmacro %}
 
-{% macro default__ivm_netted_changes_sql(up, columns, after, upto) %}
+{% macro default__ivm_netted_changes_sql(up, columns, after, upto, with_before=false) %}
   {%- set key = dbt_ivm.ivm_quote_all(up.unique_key) -%}
   {%- set names = columns | map(attribute='name') | list -%}
   {%- set fields = [] -%}
@@ -60,11 +62,16 @@
   {%- set order = "_commit_version * 2 + case when _change_type in ('update_preimage', 'delete') then 0 else 1 end" -%}
   {%- set same = [] -%}
   {%- set pick = [] -%}
+  {%- set before = [] -%}
   {%- for n in names -%}
     {%- set q = dbt_ivm.ivm_quote(n) -%}
     {%- do same.append('f.' ~ q ~ ' <=> l.' ~ q) -%}
     {%- do pick.append('case when l.__ivm_is_new then l.' ~ q ~ ' else f.' ~ q ~ ' end as ' ~ q) -%}
+    {%- do before.append(dbt_ivm.ivm_string_literal(n) ~ ', f.' ~ q) -%}
   {%- endfor -%}
+  {%- if with_before -%}
+    {%- do pick.append('case when not f.__ivm_is_new then named_struct(' ~ before | join(', ') ~ ') end as __ivm_before') -%}
+  {%- endif -%}
   {%- set sql -%}
 select {{ pick | join(', ') }}, not f.__ivm_is_new as __ivm_old, l.__ivm_is_new as __ivm_new
 from (

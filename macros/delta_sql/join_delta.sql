@@ -17,20 +17,52 @@
 
 {% macro default__ivm_join_insert_sql(template, plan) %}
   {%- set terms = [] -%}
-  {%- for p in plan if p.changed and p.has_new -%}
+  {%- for term in dbt_ivm.ivm_delta_terms(template, plan, 'new') -%}
+    {%- do terms.append('select * from (\n' ~ term ~ '\n) __ivm_term_' ~ loop.index0) -%}
+  {%- endfor -%}
+  {{ return(terms | join('\nunion all\n')) }}
+{% endmacro %}
+
+{#- The query evaluated on the changed slices, as disjoint terms (one per changed
+    upstream i that has images of that side), with image 'new' or 'old':
+      term i reads upstream i restricted to the new (old) images of its changed keys,
+      every changed upstream before i without its changed keys, every changed upstream
+      after i at the new (old) version, and unchanged upstreams whole.
+    new-terms minus old-terms is the change of the query result (the join delta of the
+    counting method, seed 004); the new terms alone are the rows to insert of a
+    join-only view. -#}
+{% macro ivm_delta_terms(template, plan, image) %}
+  {%- set terms = [] -%}
+  {%- for p in plan if p.changed and (p.has_new if image == 'new' else p.old > 0) -%}
     {%- set relations = {} -%}
     {%- for q in plan -%}
       {%- if q is sameas p -%}
-        {%- do relations.update({q.index: dbt_ivm.ivm_new_images_sql(q)}) -%}
+        {%- do relations.update({q.index: dbt_ivm.ivm_new_images_sql(q) if image == 'new' else dbt_ivm.ivm_old_images_sql(q)}) -%}
       {%- elif q.changed and q.index < p.index -%}
         {%- do relations.update({q.index: dbt_ivm.ivm_unchanged_rows_sql(q)}) -%}
+      {%- elif q.changed and image == 'old' -%}
+        {%- do relations.update({q.index: dbt_ivm.ivm_old_version_sql(q)}) -%}
       {%- else -%}
         {%- do relations.update({q.index: dbt_ivm.ivm_snapshot_sql(q.up, q.columns, q.to)}) -%}
       {%- endif -%}
     {%- endfor -%}
-    {%- do terms.append('select * from (\n' ~ dbt_ivm.ivm_fill_relations(template, relations) ~ '\n) __ivm_term_' ~ p.up.short) -%}
+    {%- do terms.append(dbt_ivm.ivm_fill_relations(template, relations)) -%}
   {%- endfor -%}
-  {{ return(terms | join('\nunion all\n')) }}
+  {{ return(terms) }}
+{% endmacro %}
+
+{#- Old images of the changed keys of an upstream (rows it had at the stored version). -#}
+{% macro ivm_old_images_sql(p) %}
+  {%- set cols = dbt_ivm.ivm_quote_all(p.columns | map(attribute='name')) | join(', ') -%}
+  {{ return('(select ' ~ cols ~ ' from (select __ivm_before.* from ' ~ p.change_view ~ ' where __ivm_old) __ivm_b)') }}
+{% endmacro %}
+
+{#- A changed upstream as it was at the stored version. -#}
+{% macro ivm_old_version_sql(p) %}
+  {%- if p.up.kind == 'change_log' -%}
+    {{ return('(select * from ' ~ dbt_ivm.ivm_unchanged_rows_sql(p) ~ ' __ivm_u union all select * from ' ~ dbt_ivm.ivm_old_images_sql(p) ~ ' __ivm_o)') }}
+  {%- endif -%}
+  {{ return(dbt_ivm.ivm_snapshot_sql(p.up, p.columns, p['from'])) }}
 {% endmacro %}
 
 {#- Rows of a changed upstream at its new version that belong to its changed slice. -#}

@@ -31,7 +31,17 @@
     {%- do hidden.update({i: up.hidden}) -%}
     {%- do plan.append({'index': i, 'up': up, 'columns': dbt_ivm.ivm_checked_columns(model, up)}) -%}
   {%- endfor -%}
-  {%- set template = dbt_ivm.ivm_rewrite_template(analysis.parsed, hidden) -%}
+  {%- if analysis.shape == 'join_only' -%}
+    {%- set spec = none -%}
+    {%- set template = dbt_ivm.ivm_rewrite_template(analysis.parsed, hidden) -%}
+  {%- else -%}
+    {#- an aggregate's rows are its groups: no upstream row keys are carried -#}
+    {%- set no_hidden = {} -%}
+    {%- for i in used -%}{%- do no_hidden.update({i: []}) -%}{%- endfor -%}
+    {%- set spec = dbt_ivm.ivm_aggregate_spec(analysis.parsed, analysis.aggregation, no_hidden) -%}
+    {%- do spec.update({'refresh': analysis.refresh}) -%}
+    {%- set template = spec.full -%}
+  {%- endif -%}
   {%- set declarations = [] -%}
   {%- for p in plan -%}{%- do declarations.append([p.up.name, p.up.kind, p.up.unique_key, p.up.watermark, p.up.change_log | string]) -%}{%- endfor -%}
   {#- layout and comments do not change the definition: hash the significant tokens -#}
@@ -47,6 +57,9 @@
   {{ run_hooks(pre_hooks) }}
 
   {%- set full_reason = dbt_ivm.ivm_full_refresh_reason(existing, state, definition_hash) -%}
+  {%- if not full_reason and spec is not none and state.repair -%}
+    {%- set full_reason = state.repair ~ ': rebuilding, as aggregate states cannot be re-applied by key' -%}
+  {%- endif -%}
   {%- if full_reason -%}
     {%- set relations = {} -%}
     {%- for p in plan -%}
@@ -55,7 +68,7 @@
     {%- do entry.update({'path': 'full', 'reason': full_reason}) -%}
     {%- do dbt_ivm.ivm_build_full(target_relation, existing, dbt_ivm.ivm_fill_relations(template, relations), sql, settings, entry) -%}
   {%- else -%}
-    {%- do dbt_ivm.ivm_refresh_incremental(model, target_relation, template, plan, state, settings, entry) -%}
+    {%- do dbt_ivm.ivm_refresh_incremental(model, target_relation, template, spec, plan, state, settings, entry) -%}
   {%- endif -%}
 
   {{ run_hooks(post_hooks) }}

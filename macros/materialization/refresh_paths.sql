@@ -80,21 +80,24 @@
   {{ return(api.Relation.create(database=relation.database, schema=relation.schema, identifier='__ivm_def__' ~ relation.identifier, type='view')) }}
 {% endmacro %}
 
-{#- Apply the changes since the stored versions. -#}
-{% macro ivm_refresh_incremental(model, target, template, plan, state, settings, entry) %}
+{#- Apply the changes since the stored versions. spec: none for a join-only view, else
+    the aggregate spec (ivm_aggregate_spec). -#}
+{% macro ivm_refresh_incremental(model, target, template, spec, plan, state, settings, entry) %}
   {%- set versions_from = state.last_success.versions -%}
   {%- set prefix = '__ivm_' ~ modules.re.sub('[^A-Za-z0-9_]', '_', target.identifier) -%}
   {%- set temp_views = [] -%}
   {%- set counters = [] -%}
+  {%- set phases = {} -%}
+  {%- set clock = namespace(t=modules.datetime.datetime.utcnow()) -%}
   {%- for p in plan -%}
     {%- set after = versions_from.get(p.up.name) -%}
-    {%- do p.update({'from': after, 'to': entry.versions_to[p.up.name], 'change_view': none}) -%}
+    {%- do p.update({'from': after, 'to': entry.versions_to[p.up.name], 'change_view': none, 'old': 0, 'has_new': false}) -%}
     {%- do p.update({'changed': p['from'] != p.to}) -%}
     {%- if p.changed and p.up.kind == 'change_log' -%}
       {%- set view = prefix ~ '_chg_' ~ p.up.short -%}
       {%- do temp_views.append(view) -%}
       {%- do p.update({'change_view': view}) -%}
-      {%- do dbt_ivm.ivm_cache_view(view, dbt_ivm.ivm_netted_changes_sql(p.up, p.columns, after, p.to)) -%}
+      {%- do dbt_ivm.ivm_cache_view(view, dbt_ivm.ivm_netted_changes_sql(p.up, p.columns, after, p.to, spec is not none)) -%}
       {%- do counters.append('(select named_struct(\'rows\', count(*), \'old\', count_if(__ivm_old), \'new\', count_if(__ivm_new)) from ' ~ view ~ ')') -%}
     {%- elif p.changed -%}
       {%- do counters.append('(select named_struct(\'rows\', count(*), \'old\', 0L, \'new\', count(*)) from ' ~ p.up.relation ~ ' where ' ~ dbt_ivm.ivm_watermark_window(p) ~ ')') -%}
@@ -114,19 +117,68 @@
     {%- endfor -%}
   {%- endif -%}
   {%- do entry.update({'versions_from': versions_from, 'change_rows': change_rows}) -%}
+  {%- do dbt_ivm.ivm_lap(phases, 'changes', clock) -%}
 
   {%- if nv.rows == 0 and not state.repair -%}
     {%- call statement('main') -%}select 'no changes' as dbt_ivm_refresh{%- endcall -%}
     {%- set reason = 'no upstream changes' if not changed else 'upstream changes cancel out' -%}
-    {%- do entry.update({'status': 'success', 'path': 'no-op', 'reason': reason, 'rows_inserted': 0, 'rows_deleted': 0, 'duration_s': dbt_ivm.ivm_seconds_since(entry.started_at)}) -%}
-    {%- do dbt_ivm.ivm_log_refresh(model, target, entry) -%}
     {%- do dbt_ivm.ivm_drop_temp_views(temp_views) -%}
+    {%- do dbt_ivm.ivm_lap(phases, 'bookkeeping', clock) -%}
+    {%- do entry.update({'status': 'success', 'path': 'no-op', 'reason': reason, 'rows_inserted': 0, 'rows_deleted': 0, 'phase_s': phases, 'duration_s': dbt_ivm.ivm_seconds_since(entry.started_at)}) -%}
+    {%- do dbt_ivm.ivm_log_refresh(model, target, entry) -%}
     {{ log('dbt_ivm: ' ~ model.name ~ ': no-op (' ~ reason ~ ')', info=true) }}
     {{ return(none) }}
   {%- endif -%}
 
   {%- set target_columns = adapter.get_columns_in_relation(target) -%}
   {%- set columns = target_columns | map(attribute='name') | list -%}
+  {%- if spec is none -%}
+    {%- set stage = dbt_ivm.ivm_stage_join_changes(target, template, plan, state, prefix, temp_views, nv.old > 0 or state.repair) -%}
+  {%- else -%}
+    {%- set stage = dbt_ivm.ivm_stage_aggregate_changes(spec, target, target_columns, plan, prefix, temp_views, nv.old > 0) -%}
+  {%- endif -%}
+  {%- set steps = [] -%}
+  {%- for p in changed if change_rows[p.up.name] > 0 or state.repair -%}
+    {%- set does = (['DEL'] if p.old > 0 or state.repair else []) + (['INS'] if p.has_new else []) -%}
+    {%- do steps.append(p.up.name ~ ': ' ~ (does | join('+') or 'none')) -%}
+  {%- endfor -%}
+  {%- do entry.update({'message': steps | sort | join('; ')}) -%}
+  {%- set reason = ((state.repair ~ ', re-applying by key; ') if state.repair else '') ~ stage.reason -%}
+  {%- do dbt_ivm.ivm_lap(phases, 'delta', clock) -%}
+  {%- do entry.update({'status': 'started', 'path': 'incremental', 'reason': reason}) -%}
+  {%- do dbt_ivm.ivm_log_refresh(model, target, entry) -%}
+  {%- do dbt_ivm.ivm_lap(phases, 'bookkeeping', clock) -%}
+
+  {%- if not stage.rewrite -%}
+    {%- do dbt_ivm.ivm_apply_append(target, columns, stage.insert_view) -%}
+    {%- set rows_deleted = 0 -%}
+  {%- elif settings.partition_by -%}
+    {%- set rows_deleted = dbt_ivm.ivm_rewrite_partitions(target, target_columns, stage.insert_view, stage.predicates, settings.partition_by) -%}
+  {%- else -%}
+    {%- set rows_deleted = run_query('select count(*) from ' ~ target ~ ' __ivm_v ' ~ stage.predicates.joins | join(' ') ~ ' where ' ~ stage.predicates.flag).rows[0][0] -%}
+    {%- do dbt_ivm.ivm_apply_rewrite(target, columns, stage.insert_view, stage.predicates) -%}
+  {%- endif -%}
+  {%- do dbt_ivm.ivm_drop_temp_views(temp_views) -%}
+  {%- do dbt_ivm.ivm_lap(phases, 'apply', clock) -%}
+  {%- set advanced = dbt_ivm.ivm_logs_advanced(plan | map(attribute='up') | list, entry.versions_to) if stage.reads_upstreams else false -%}
+  {%- do dbt_ivm.ivm_lap(phases, 'bookkeeping', clock) -%}
+  {%- do entry.update({'status': 'success', 'rows_inserted': stage.rows_inserted, 'rows_deleted': rows_deleted,
+                       'logs_advanced': advanced, 'phase_s': phases,
+                       'duration_s': dbt_ivm.ivm_seconds_since(entry.started_at)}) -%}
+  {%- do dbt_ivm.ivm_log_refresh(model, target, entry) -%}
+  {{ log('dbt_ivm: ' ~ model.name ~ ': incremental (' ~ reason ~ '), -' ~ rows_deleted ~ ' +' ~ stage.rows_inserted ~ ' rows in ' ~ entry.duration_s ~ ' s', info=true) }}
+{% endmacro %}
+
+{#- Add the seconds since clock.t to phases[name] and restart the clock. -#}
+{% macro ivm_lap(phases, name, clock) %}
+  {%- set now = modules.datetime.datetime.utcnow() -%}
+  {%- do phases.update({name: ((phases.get(name, 0) + (now - clock.t).total_seconds()) * 1000) | round / 1000}) -%}
+  {%- set clock.t = now -%}
+{% endmacro %}
+
+{#- Join-only view: DEL the changed slices by key, INS the query on the new slices.
+    Returns {insert_view, rows_inserted, predicates, rewrite, reason, reads_upstreams}. -#}
+{% macro ivm_stage_join_changes(target, template, plan, state, prefix, temp_views, rewrite) %}
   {%- set insert_view = prefix ~ '_ins' -%}
   {%- set insert_sql = dbt_ivm.ivm_join_insert_sql(template, plan) -%}
   {%- if insert_sql -%}
@@ -137,35 +189,54 @@
     {%- set insert_view = '(select * from ' ~ target ~ ' where false)' -%}
     {%- set rows_inserted = 0 -%}
   {%- endif -%}
-  {%- set rewrite = nv.old > 0 or state.repair -%}
-  {%- set steps = [] -%}
-  {%- for p in changed if change_rows[p.up.name] > 0 or state.repair -%}
-    {%- set does = (['DEL'] if rewrite and (p.old > 0 or state.repair) else []) + (['INS'] if p.has_new else []) -%}
-    {%- do steps.append(p.up.name ~ ': ' ~ (does | join('+') or 'none')) -%}
-  {%- endfor -%}
-  {%- do entry.update({'message': steps | sort | join('; ')}) -%}
-  {%- set reason = ((state.repair ~ ', re-applying by key; ') if state.repair else '') ~ ('deletes or updates: rewrite' if rewrite else 'insert-only: append') -%}
-  {%- do entry.update({'status': 'started', 'path': 'incremental', 'reason': reason}) -%}
-  {%- do dbt_ivm.ivm_log_refresh(model, target, entry) -%}
+  {{ return({'insert_view': insert_view, 'rows_inserted': rows_inserted, 'rewrite': rewrite,
+             'predicates': dbt_ivm.ivm_join_delete_predicates(plan, '__ivm_v', state.repair is not none) if rewrite else none,
+             'reason': 'deletes or updates: rewrite' if rewrite else 'insert-only: append', 'reads_upstreams': true}) }}
+{% endmacro %}
 
-  {%- if not rewrite -%}
-    {%- do dbt_ivm.ivm_apply_append(target, columns, insert_view) -%}
-    {%- set rows_deleted = 0 -%}
-  {%- else -%}
-    {%- set predicates = dbt_ivm.ivm_join_delete_predicates(plan, '__ivm_v', state.repair is not none) -%}
-    {%- if settings.partition_by -%}
-      {%- set rows_deleted = dbt_ivm.ivm_rewrite_partitions(target, target_columns, insert_view, predicates, settings.partition_by) -%}
+{#- Aggregate or DISTINCT view: merge signed per-group deltas into the stored states, or
+    recompute the affected groups from the definition where a state cannot absorb the
+    change (min/max after deletes or updates, HAVING, other aggregates). -#}
+{% macro ivm_stage_aggregate_changes(spec, target, target_columns, plan, prefix, temp_views, has_deletes) %}
+  {%- set visible = [] -%}
+  {%- for c in target_columns if not c.name.startswith('__ivm_') -%}{%- do visible.append(c.name) -%}{%- endfor -%}
+  {%- set keys = dbt_ivm.ivm_aggregate_keys(spec, visible) -%}
+  {%- set names = dbt_ivm.ivm_aggregate_delta_names(spec, visible) -%}
+  {%- set new_terms = dbt_ivm.ivm_delta_terms(spec.delta, plan, 'new') -%}
+  {%- set old_terms = dbt_ivm.ivm_delta_terms(spec.delta, plan, 'old') -%}
+  {%- set refresh = spec.refresh['any' if has_deletes else 'inserts'] -%}
+  {%- set insert_view = prefix ~ '_ins' -%}
+  {%- set multi = plan | length > 1 -%}
+  {%- if refresh == 'merge' -%}
+    {%- set delta_view = prefix ~ '_delta' -%}
+    {%- do temp_views.append(delta_view) -%}
+    {%- do dbt_ivm.ivm_cache_view(delta_view, dbt_ivm.ivm_aggregate_delta_sql(spec, names, keys, new_terms, old_terms)) -%}
+    {%- do temp_views.append(insert_view) -%}
+    {%- do dbt_ivm.ivm_cache_view(insert_view, dbt_ivm.ivm_aggregate_merge_sql(spec, target, target_columns, delta_view, keys)) -%}
+    {%- set counts = run_query('select (select count(*) from ' ~ delta_view ~ '), (select count(*) from ' ~ insert_view ~ ')').rows[0] -%}
+    {%- if spec.kind == 'distinct' -%}
+      {%- set what = 'row multiplicities' -%}
     {%- else -%}
-      {%- set rows_deleted = run_query('select count(*) from ' ~ target ~ ' __ivm_v ' ~ predicates.joins | join(' ') ~ ' where ' ~ predicates.flag).rows[0][0] -%}
-      {%- do dbt_ivm.ivm_apply_rewrite(target, columns, insert_view, predicates) -%}
+      {%- set what = 'signed count/sum deltas' if has_deletes else ('counts/sums and least/greatest' if spec.states | selectattr('merge', 'ne', 'add') | list else 'counts/sums') -%}
     {%- endif -%}
+    {%- set reason = ('deletes or updates' if has_deletes else 'insert-only') ~ ': merged ' ~ what ~ ' into ' ~ counts[0] ~ ' group(s)' -%}
+    {%- set predicates = dbt_ivm.ivm_group_delete_predicates(delta_view, keys, '__ivm_v') -%}
+  {%- else -%}
+    {%- set affected_view = prefix ~ '_groups' -%}
+    {%- do temp_views.append(affected_view) -%}
+    {%- do dbt_ivm.ivm_cache_view(affected_view, dbt_ivm.ivm_affected_groups_sql(names, keys, new_terms + old_terms)) -%}
+    {%- set relations = {} -%}
+    {%- for p in plan -%}{%- do relations.update({p.index: dbt_ivm.ivm_snapshot_sql(p.up, p.columns, p.to)}) -%}{%- endfor -%}
+    {%- do temp_views.append(insert_view) -%}
+    {%- do dbt_ivm.ivm_cache_view(insert_view, dbt_ivm.ivm_aggregate_recompute_sql(dbt_ivm.ivm_fill_relations(spec.full, relations), affected_view, keys)) -%}
+    {%- set counts = run_query('select (select count(*) from ' ~ affected_view ~ '), (select count(*) from ' ~ insert_view ~ ')').rows[0] -%}
+    {%- set why = 'min/max after deletes or updates' if spec.refresh.inserts == 'merge' else 'HAVING or an aggregate without a mergeable state' -%}
+    {%- set reason = why ~ ': recomputed ' ~ counts[0] ~ ' affected group(s) from the definition' -%}
+    {%- set predicates = dbt_ivm.ivm_group_delete_predicates(affected_view, keys, '__ivm_v') -%}
+    {%- set multi = true -%}
   {%- endif -%}
-  {%- do dbt_ivm.ivm_drop_temp_views(temp_views) -%}
-  {%- do entry.update({'status': 'success', 'rows_inserted': rows_inserted, 'rows_deleted': rows_deleted,
-                       'logs_advanced': dbt_ivm.ivm_logs_advanced(plan | map(attribute='up') | list, entry.versions_to),
-                       'duration_s': dbt_ivm.ivm_seconds_since(entry.started_at)}) -%}
-  {%- do dbt_ivm.ivm_log_refresh(model, target, entry) -%}
-  {{ log('dbt_ivm: ' ~ model.name ~ ': incremental (' ~ reason ~ '), -' ~ rows_deleted ~ ' +' ~ rows_inserted ~ ' rows in ' ~ entry.duration_s ~ ' s', info=true) }}
+  {{ return({'insert_view': insert_view, 'rows_inserted': counts[1], 'rewrite': true, 'predicates': predicates,
+             'reason': reason, 'reads_upstreams': multi}) }}
 {% endmacro %}
 
 {#- Cache a query as a temporary view; a view of the same name left by a refresh that

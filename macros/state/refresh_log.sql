@@ -19,6 +19,13 @@
   {%- do run_query('create schema if not exists ' ~ log.without_identifier()) -%}
   {%- do run_query('create table if not exists ' ~ log ~ ' (' ~ dbt_ivm.ivm_refresh_log_columns() | join(', ') ~ ', model string)
       using parquet partitioned by (model) options (partitionOverwriteMode \'dynamic\')') -%}
+  {#- a log created by an older version of the package gains the columns added since -#}
+  {%- set have = adapter.get_columns_in_relation(log) | map(attribute='name') | map('lower') | list -%}
+  {%- set missing = [] -%}
+  {%- for c in dbt_ivm.ivm_refresh_log_columns() if c.split(' ')[0] not in have -%}{%- do missing.append(c) -%}{%- endfor -%}
+  {%- if missing -%}
+    {%- do run_query('alter table ' ~ log ~ ' add columns (' ~ missing | join(', ') ~ ')') -%}
+  {%- endif -%}
   {{ return(log) }}
 {% endmacro %}
 
@@ -27,7 +34,8 @@
   {{ return(['refresh_id string', 'relation string', 'status string', 'path string', 'reason string',
              'started_at timestamp', 'logged_at timestamp', 'duration_s double',
              'versions_from map<string, string>', 'versions_to map<string, string>', 'change_rows map<string, bigint>',
-             'rows_deleted bigint', 'rows_inserted bigint', 'logs_advanced boolean', 'definition_hash string', 'message string']) }}
+             'rows_deleted bigint', 'rows_inserted bigint', 'logs_advanced boolean', 'definition_hash string', 'message string',
+             'phase_s map<string, double>']) }}
 {% endmacro %}
 
 {#- Create the refresh log once per invocation (on-run-start), before models run in parallel. -#}
@@ -77,7 +85,8 @@
       dbt_ivm.ivm_map_literal(entry.get('change_rows', {}), 'bigint'),
       entry.get('rows_deleted', 'null') | string, entry.get('rows_inserted', 'null') | string,
       'true' if entry.get('logs_advanced') else 'false',
-      dbt_ivm.ivm_string_literal(entry.get('definition_hash')), dbt_ivm.ivm_string_literal(entry.get('message')), model_id] -%}
+      dbt_ivm.ivm_string_literal(entry.get('definition_hash')), dbt_ivm.ivm_string_literal(entry.get('message')),
+      dbt_ivm.ivm_map_literal(entry.get('phase_s', {}), 'double'), model_id] -%}
   {#- rewrite this model's partition only: concurrent refreshes of other models write
       other partitions, each staged in its own directory -#}
   {%- do run_query('insert overwrite table ' ~ log ~ ' select * from ' ~ log ~ ' where model = ' ~ model_id ~ ' union all select ' ~ values | join(', ')) -%}

@@ -1,0 +1,159 @@
+{#- The aggregate rules: which aggregate queries can be maintained, and how.
+    Only the outermost query may aggregate (GROUP BY, aggregate calls or SELECT DISTINCT);
+    its groups are then the rows of the table, identified by hidden group-key columns. -#}
+
+{#- One aggregate call at sig position p (its name): the ranges of its arguments and of a
+    trailing FILTER (WHERE ...) clause, and how a refresh maintains it:
+      additive  (count, count_if, sum, avg, mean): signed deltas merged into the group;
+      extremum  (min, max): merged with least/greatest after inserts, else recomputed;
+      recompute (any other, or DISTINCT inside): the affected groups are recomputed. -#}
+{% macro ivm_aggregate_call(tk, name, p) %}
+  {%- set toks = tk.tokens -%}
+  {%- set sig = tk.sig -%}
+  {%- set close = dbt_ivm.ivm_match_paren(tk, p + 1) -%}
+  {%- set has_distinct = close > p + 2 and toks[sig[p + 2]].l == 'distinct' -%}
+  {%- set ns = namespace(end=close + 1, filter=none) -%}
+  {%- if close + 2 < sig | length and toks[sig[close + 1]].l == 'filter' and toks[sig[close + 2]].v == '(' -%}
+    {%- set ns.filter = [close + 1, dbt_ivm.ivm_match_paren(tk, close + 2) + 1] -%}
+    {%- set ns.end = ns.filter[1] -%}
+  {%- endif -%}
+  {%- if has_distinct -%}
+    {%- set kind = 'recompute' -%}
+  {%- elif name in ('count', 'count_if', 'sum', 'avg', 'mean') -%}
+    {%- set kind = 'additive' -%}
+  {%- elif name in ('min', 'max') -%}
+    {%- set kind = 'extremum' -%}
+  {%- else -%}
+    {%- set kind = 'recompute' -%}
+  {%- endif -%}
+  {{ return({'name': name, 'pos': p, 'close': close, 'end': ns.end, 'args': [p + 2, close], 'filter': ns.filter, 'kind': kind}) }}
+{% endmacro %}
+
+{#- The innermost query block whose range holds sig position p. -#}
+{% macro ivm_block_at(parsed, p) %}
+  {%- set ns = namespace(found=none, width=none) -%}
+  {%- for b in parsed.blocks if b.s <= p and p < b.e and (ns.width is none or b.e - b.s < ns.width) -%}
+    {%- set ns.found = b -%}{%- set ns.width = b.e - b.s -%}
+  {%- endfor -%}
+  {{ return(ns.found) }}
+{% endmacro %}
+
+{#- Check the aggregate rules (IVM040-IVM045) and describe the main query's aggregation:
+    {'kind': none | 'aggregate' | 'distinct', 'calls': outermost aggregate calls of the
+     select list, 'group_exprs': [s, e) ranges of the group expressions (ordinals resolved),
+     'having': bool, 'refresh': {'inserts', 'any'} paths}. -#}
+{% macro ivm_aggregate_rules(parsed) %}
+  {%- set tk = parsed.tk -%}
+  {%- set toks = tk.tokens -%}
+  {%- set sig = tk.sig -%}
+  {%- set info = {'kind': none, 'calls': [], 'group_exprs': [], 'having': false, 'refresh': none} -%}
+  {%- set main = parsed.blocks[0] if parsed.blocks else none -%}
+  {%- set by_block = {} -%}
+  {%- for call in parsed.get('aggregates', []) -%}
+    {%- set b = dbt_ivm.ivm_block_at(parsed, call.pos) -%}
+    {%- if b is not none and b.id not in by_block -%}{%- do by_block.update({b.id: call}) -%}{%- endif -%}
+  {%- endfor -%}
+  {%- for b in parsed.blocks if b.id != 0 and b.ok -%}
+    {%- if b.get('group_range') -%}
+      {%- do dbt_ivm.ivm_add_issue(parsed, 'IVM040', tk, b.clauses['group'], 'GROUP BY in ' ~ b.name) -%}
+    {%- elif b.distinct -%}
+      {%- do dbt_ivm.ivm_add_issue(parsed, 'IVM040', tk, b.distinct_pos, 'SELECT DISTINCT in ' ~ b.name) -%}
+    {%- elif b.id in by_block -%}
+      {%- do dbt_ivm.ivm_add_issue(parsed, 'IVM040', tk, by_block[b.id].pos, by_block[b.id].name ~ '() in ' ~ b.name) -%}
+    {%- endif -%}
+  {%- endfor -%}
+  {%- if main is none or not main.ok -%}{{ return(info) }}{%- endif -%}
+  {%- set grouped = main.get('group_range') is not none -%}
+  {%- if not grouped and 0 not in by_block -%}
+    {%- if main.distinct -%}
+      {%- do info.update({'kind': 'distinct', 'refresh': {'inserts': 'merge', 'any': 'merge'}}) -%}
+    {%- endif -%}
+    {{ return(info) }}
+  {%- endif -%}
+  {%- do info.update({'kind': 'aggregate', 'having': 'having' in main.clauses}) -%}
+  {%- if main.distinct -%}
+    {%- do dbt_ivm.ivm_add_issue(parsed, 'IVM043', tk, main.distinct_pos, 'SELECT DISTINCT with GROUP BY or aggregates') -%}
+  {%- endif -%}
+  {#- outermost calls of the select list, in text order -#}
+  {%- set select_end = main.clauses['from'] -%}
+  {%- set ns = namespace(after=-1) -%}
+  {%- for call in parsed.aggregates if call.pos >= main.select_s and call.pos < select_end and call.pos >= ns.after -%}
+    {%- do info.calls.append(call) -%}
+    {%- set ns.after = call.end -%}
+  {%- endfor -%}
+  {%- if grouped -%}
+    {%- do dbt_ivm.ivm_group_expressions(parsed, main, info) -%}
+  {%- endif -%}
+  {%- for item in main['items'] -%}
+    {%- set inside = info.calls | selectattr('pos', '>=', item.s) | selectattr('pos', '<', item.e) | list -%}
+    {%- if item.star -%}
+      {%- do dbt_ivm.ivm_add_issue(parsed, 'IVM041', tk, item.s, 'SELECT ' ~ ('*' if item.star == '*' else item.star ~ '.*') ~ ' with aggregates') -%}
+    {%- elif inside and dbt_ivm.ivm_column_outside_calls(parsed, item.s, item.xe, inside) -%}
+      {%- do dbt_ivm.ivm_add_issue(parsed, 'IVM042', tk, item.s, 'select item mixing aggregates and columns') -%}
+    {%- endif -%}
+  {%- endfor -%}
+  {%- set all_calls = parsed.aggregates | selectattr('pos', '>=', main.select_s) | selectattr('pos', '<', main.e) | list -%}
+  {%- set recompute = all_calls | selectattr('kind', 'equalto', 'recompute') | list -%}
+  {%- if not grouped -%}
+    {%- set firsts = [] -%}
+    {%- if info.having -%}{%- do firsts.append([main.clauses['having'], 'HAVING without GROUP BY']) -%}{%- endif -%}
+    {%- if recompute -%}{%- do firsts.append([recompute[0].pos, recompute[0].name ~ '() without GROUP BY']) -%}{%- endif -%}
+    {%- if firsts -%}
+      {%- set first = (firsts | sort(attribute='0'))[0] -%}
+      {%- do dbt_ivm.ivm_add_issue(parsed, 'IVM045', tk, first[0], first[1]) -%}
+    {%- endif -%}
+  {%- endif -%}
+  {%- if info.having or recompute -%}
+    {%- do info.update({'refresh': {'inserts': 'recompute', 'any': 'recompute'}}) -%}
+  {%- elif all_calls | selectattr('kind', 'equalto', 'extremum') | list -%}
+    {%- do info.update({'refresh': {'inserts': 'merge', 'any': 'recompute'}}) -%}
+  {%- else -%}
+    {%- do info.update({'refresh': {'inserts': 'merge', 'any': 'merge'}}) -%}
+  {%- endif -%}
+  {{ return(info) }}
+{% endmacro %}
+
+{#- Split GROUP BY into expressions; an ordinal stands for the select item's expression.
+    GROUP BY ALL, ROLLUP, CUBE and GROUPING SETS are IVM044. -#}
+{% macro ivm_group_expressions(parsed, main, info) %}
+  {%- set tk = parsed.tk -%}
+  {%- set toks = tk.tokens -%}
+  {%- set sig = tk.sig -%}
+  {%- set gs = main.group_range[0] -%}
+  {%- set ge = main.group_range[1] -%}
+  {%- if gs < ge and toks[sig[gs]].l == 'all' -%}
+    {%- do dbt_ivm.ivm_add_issue(parsed, 'IVM044', tk, gs, 'GROUP BY ALL') -%}{{ return(none) }}
+  {%- endif -%}
+  {%- for p in range(gs, ge) if toks[sig[p]].d == main.base and toks[sig[p]].l in ('rollup', 'cube', 'grouping', 'with') -%}
+    {%- do dbt_ivm.ivm_add_issue(parsed, 'IVM044', tk, p, toks[sig[p]].v | upper) -%}{{ return(none) }}
+  {%- endfor -%}
+  {%- set cur = namespace(s=gs) -%}
+  {%- for p in range(gs, ge + 1) -%}
+    {%- if p == ge or (toks[sig[p]].v == ',' and toks[sig[p]].d == main.base) -%}
+      {%- set t = toks[sig[cur.s]] -%}
+      {%- if p - cur.s == 1 and t.k == 'num' and t.v.isdigit() and t.v | int >= 1 and t.v | int <= main['items'] | length -%}
+        {%- set item = main['items'][t.v | int - 1] -%}
+        {%- do info.group_exprs.append([item.s, item.xe]) -%}
+      {%- else -%}
+        {%- do info.group_exprs.append([cur.s, p]) -%}
+      {%- endif -%}
+      {%- set cur.s = p + 1 -%}
+    {%- endif -%}
+  {%- endfor -%}
+{% endmacro %}
+
+{#- True when [s, e) references a column outside the given aggregate calls. -#}
+{% macro ivm_column_outside_calls(parsed, s, e, calls) %}
+  {%- set toks = parsed.tk.tokens -%}
+  {%- set sig = parsed.tk.sig -%}
+  {%- set skip = {} -%}
+  {%- for c in calls -%}{%- for p in range(c.pos, c.end) -%}{%- do skip.update({p: true}) -%}{%- endfor -%}{%- endfor -%}
+  {%- for p in range(s, e) if p not in skip -%}
+    {%- set t = toks[sig[p]] -%}
+    {%- set next = toks[sig[p + 1]].v if p + 1 < sig | length else '' -%}
+    {%- if t.k == 'qid' or (t.k == 'word' and t.l not in dbt_ivm.ivm_non_column_words() and next != '(') -%}
+      {{ return(true) }}
+    {%- endif -%}
+  {%- endfor -%}
+  {{ return(false) }}
+{% endmacro %}

@@ -1,0 +1,152 @@
+{#- Delta and merge of aggregate views (seed 000), on the stored form described in
+    ivm_aggregate_spec. -#}
+
+{#- The columns that identify a row of the table: the group keys, or for a DISTINCT view
+    its visible columns. -#}
+{% macro ivm_aggregate_keys(spec, visible) %}
+  {{ return(spec.groups | map(attribute='name') | list if spec.kind == 'aggregate' else visible) }}
+{% endmacro %}
+
+{#- Names of the columns of the delta template, given the table's visible columns. -#}
+{% macro ivm_aggregate_delta_names(spec, visible) %}
+  {%- if spec.kind == 'distinct' -%}{{ return(visible + ['__ivm_count']) }}{%- endif -%}
+  {%- set names = [] -%}
+  {%- for i in range(spec['items'] | length) if not spec['items'][i].calls -%}{%- do names.append(visible[i]) -%}{%- endfor -%}
+  {{ return(names + spec.groups | map(attribute='name') | list + ['__ivm_count'] + spec.states | map(attribute='name') | list) }}
+{% endmacro %}
+
+{#- Signed per-group deltas: the delta template evaluated on the new slices (+1) and the
+    old slices (-1) of the change, summed per group. One row per affected group. -#}
+{% macro ivm_aggregate_delta_sql(spec, names, keys, new_terms, old_terms) %}
+  {{ return(adapter.dispatch('ivm_aggregate_delta_sql', 'dbt_ivm')(spec, names, keys, new_terms, old_terms)) }}
+{% endmacro %}
+
+{% macro default__ivm_aggregate_delta_sql(spec, names, keys, new_terms, old_terms) %}
+  {%- set cols = dbt_ivm.ivm_quote_all(names) | join(', ') -%}
+  {%- set parts = [] -%}
+  {%- for t in new_terms -%}{%- do parts.append('select *, 1 as __ivm_sign from (\n' ~ t ~ '\n) __ivm_t(' ~ cols ~ ')') -%}{%- endfor -%}
+  {%- for t in old_terms -%}{%- do parts.append('select *, -1 as __ivm_sign from (\n' ~ t ~ '\n) __ivm_t(' ~ cols ~ ')') -%}{%- endfor -%}
+  {%- set out = [] -%}
+  {%- for k in keys -%}{%- do out.append(dbt_ivm.ivm_quote(k)) -%}{%- endfor -%}
+  {%- for name in names if name not in keys and not name.startswith('__ivm_') -%}
+    {%- do out.append('any_value(' ~ dbt_ivm.ivm_quote(name) ~ ') as ' ~ dbt_ivm.ivm_quote(name)) -%}
+  {%- endfor -%}
+  {%- do out.append('sum(__ivm_sign * __ivm_count) as __ivm_count') -%}
+  {%- for st in spec.states -%}
+    {%- set agg = {'add': 'sum(__ivm_sign * ' ~ st.name ~ ')', 'least': 'min(' ~ st.name ~ ')', 'greatest': 'max(' ~ st.name ~ ')'}[st.merge] -%}
+    {%- do out.append(agg ~ ' as ' ~ st.name) -%}
+  {%- endfor -%}
+  {%- set sql -%}
+select {{ out | join(', ') }}
+from (
+{{ parts | join('\nunion all\n') }}
+) __ivm_d
+{%- if keys %}
+group by {{ dbt_ivm.ivm_quote_all(keys) | join(', ') }}
+{%- endif -%}
+  {%- endset -%}
+  {{ return(sql) }}
+{% endmacro %}
+
+{#- Groups whose rows change: the keys of the delta terms. -#}
+{% macro ivm_affected_groups_sql(names, keys, terms) %}
+  {%- set cols = dbt_ivm.ivm_quote_all(names) | join(', ') -%}
+  {%- set parts = [] -%}
+  {%- for t in terms -%}{%- do parts.append('select ' ~ (dbt_ivm.ivm_quote_all(keys) | join(', ') if keys else '1 as __ivm_one') ~ ' from (\n' ~ t ~ '\n) __ivm_t(' ~ cols ~ ')') -%}{%- endfor -%}
+  {{ return('select distinct * from (\n' ~ parts | join('\nunion all\n') ~ '\n) __ivm_a') }}
+{% endmacro %}
+
+{#- The merged rows of the affected groups: stored state + delta, in the table's column
+    order; groups whose row count reaches 0 disappear (not for a query without GROUP BY,
+    which always has its one row). Needs every state mergeable for this change: additive
+    states always, min/max only when the change inserts only. -#}
+{% macro ivm_aggregate_merge_sql(spec, target, target_columns, delta_view, keys) %}
+  {{ return(adapter.dispatch('ivm_aggregate_merge_sql', 'dbt_ivm')(spec, target, target_columns, delta_view, keys)) }}
+{% endmacro %}
+
+{% macro default__ivm_aggregate_merge_sql(spec, target, target_columns, delta_view, keys) %}
+  {%- set types = {} -%}
+  {%- for c in target_columns -%}{%- do types.update({c.name | lower: c.data_type}) -%}{%- endfor -%}
+  {%- set visible = [] -%}
+  {%- for c in target_columns if not c.name.startswith('__ivm_') -%}{%- do visible.append(c.name) -%}{%- endfor -%}
+  {%- set inner = [] -%}
+  {%- for i in range(visible | length) if visible[i] not in keys and not spec['items'][i].calls -%}
+    {%- do inner.append('__ivm_d.' ~ dbt_ivm.ivm_quote(visible[i])) -%}
+  {%- endfor -%}
+  {%- for k in keys -%}{%- do inner.append('__ivm_d.' ~ dbt_ivm.ivm_quote(k)) -%}{%- endfor -%}
+  {%- do inner.append('coalesce(__ivm_t.__ivm_count, 0) + __ivm_d.__ivm_count as __ivm_count') -%}
+  {%- for st in spec.states -%}
+    {%- set n = st.name -%}
+    {%- if st.merge == 'add' -%}
+      {%- do inner.append('cast(coalesce(__ivm_t.' ~ n ~ ', 0) + coalesce(__ivm_d.' ~ n ~ ', 0) as ' ~ types[n] ~ ') as ' ~ n) -%}
+    {%- else -%}
+      {%- do inner.append(st.merge ~ '(__ivm_t.' ~ n ~ ', __ivm_d.' ~ n ~ ') as ' ~ n) -%}
+    {%- endif -%}
+  {%- endfor -%}
+  {%- set on = [] -%}
+  {%- for k in keys -%}{%- do on.append('__ivm_t.' ~ dbt_ivm.ivm_quote(k) ~ ' <=> __ivm_d.' ~ dbt_ivm.ivm_quote(k)) -%}{%- endfor -%}
+  {%- set outer = [] -%}
+  {%- for c in target_columns -%}
+    {%- set i = visible.index(c.name) if c.name in visible else -1 -%}
+    {%- if spec.kind == 'aggregate' and i >= 0 and spec['items'][i].calls -%}
+      {%- set item = spec['items'][i] -%}
+      {%- set subs = {} -%}
+      {%- for call in item.calls -%}
+        {%- do subs.update({call.pos: {'end': call.end, 'text': dbt_ivm.ivm_aggregate_value_sql(call, types)}}) -%}
+      {%- endfor -%}
+      {%- do outer.append(dbt_ivm.ivm_range_text(spec.parsed, item.s, item.xe, subs) ~ ' as ' ~ dbt_ivm.ivm_quote(c.name)) -%}
+    {%- else -%}
+      {%- do outer.append('__ivm_m.' ~ dbt_ivm.ivm_quote(c.name)) -%}
+    {%- endif -%}
+  {%- endfor -%}
+  {%- set sql -%}
+select {{ outer | join(', ') }}
+from (
+  select {{ inner | join(', ') }}
+  from {{ delta_view }} __ivm_d
+  left join {{ target }} __ivm_t on {{ on | join(' and ') if on else 'true' }}
+) __ivm_m
+{%- if keys %}
+where __ivm_m.__ivm_count > 0
+{%- endif -%}
+  {%- endset -%}
+  {{ return(sql) }}
+{% endmacro %}
+
+{#- The value of an aggregate call from the merged states (columns of __ivm_m), exactly as
+    Spark computes it: sum is NULL without non-NULL arguments; avg divides like Spark's
+    Average (a decimal sum by a decimal(20,0) count, cast to the result type). -#}
+{% macro ivm_aggregate_value_sql(call, types) %}
+  {%- set s = '__ivm_m.' ~ call.s -%}
+  {%- set n = '__ivm_m.' ~ call.n -%}
+  {%- if call.value == 'state' -%}{{ return(s) }}{%- endif -%}
+  {%- if call.value == 'sum' -%}{{ return('case when ' ~ n ~ ' > 0 then ' ~ s ~ ' end') }}{%- endif -%}
+  {%- set m = modules.re.match('decimal\\((\\d+),\\s*(\\d+)\\)', types[call.s] | lower) -%}
+  {%- if m -%}
+    {#- the sum of decimal(p, s) is decimal(p + 10, s) (at most 38 digits); avg is decimal(p + 4, s + 4) -#}
+    {%- set sum_p = m.group(1) | int -%}
+    {%- set scale = m.group(2) | int -%}
+    {%- set p = [sum_p - 10 + 4, 38] | min if sum_p < 38 else 38 -%}
+    {%- set result = 'decimal(' ~ p ~ ', ' ~ [scale + 4, 38] | min ~ ')' -%}
+    {{ return('case when ' ~ n ~ ' > 0 then cast(' ~ s ~ ' / cast(' ~ n ~ ' as decimal(20, 0)) as ' ~ result ~ ') end') }}
+  {%- endif -%}
+  {{ return('case when ' ~ n ~ ' > 0 then cast(' ~ s ~ ' as double) / ' ~ n ~ ' end') }}
+{% endmacro %}
+
+{#- Affected groups recomputed from the definition at the fixed versions. -#}
+{% macro ivm_aggregate_recompute_sql(full_sql, affected_view, keys) %}
+  {%- if not keys -%}{{ return(full_sql) }}{%- endif -%}
+  {%- set on = [] -%}
+  {%- for k in keys -%}{%- do on.append('__ivm_r.' ~ dbt_ivm.ivm_quote(k) ~ ' <=> __ivm_a.' ~ dbt_ivm.ivm_quote(k)) -%}{%- endfor -%}
+  {{ return('select __ivm_r.* from (\n' ~ full_sql ~ '\n) __ivm_r left semi join ' ~ affected_view ~ ' __ivm_a on ' ~ on | join(' and ')) }}
+{% endmacro %}
+
+{#- Rows of the table in the groups listed by keys_view: {'joins', 'flag'} as for
+    ivm_join_delete_predicates. Without GROUP BY the only row is always affected. -#}
+{% macro ivm_group_delete_predicates(keys_view, keys, alias) %}
+  {%- if not keys -%}{{ return({'joins': [], 'flag': '(true)'}) }}{%- endif -%}
+  {%- set on = [] -%}
+  {%- for k in keys -%}{%- do on.append(alias ~ '.' ~ dbt_ivm.ivm_quote(k) ~ ' <=> __ivm_k.' ~ dbt_ivm.ivm_quote(k)) -%}{%- endfor -%}
+  {{ return({'joins': ['left join (select distinct ' ~ dbt_ivm.ivm_quote_all(keys) | join(', ') ~ ', true as __ivm_hit from ' ~ keys_view ~ ') __ivm_k on ' ~ on | join(' and ')],
+             'flag': '(__ivm_k.__ivm_hit is not null)'}) }}
+{% endmacro %}

@@ -1,0 +1,77 @@
+{#- The stored form of an aggregate view (seed 000's counting method).
+
+    The table keeps, next to the user's columns, hidden bookkeeping columns:
+      __ivm_g_<i>  the i-th GROUP BY expression (the row's identity; matched with <=>),
+      __ivm_count  the number of input rows of the group,
+      __ivm_s<j>   the state of the j-th aggregate call of the select list:
+                   count/count_if -> the count, sum -> the sum, avg -> the sum of its
+                   argument, min/max -> the extreme,
+      __ivm_n<j>   for sum and avg, the number of non-NULL arguments.
+    A SELECT DISTINCT view keeps only __ivm_count (the multiplicity of each row); its
+    columns are its identity.
+
+    Two templates of the query are kept (placeholders as in ivm_rewrite_template):
+      full   the user's select list plus the bookkeeping columns, HAVING kept; builds the
+             table and recomputes affected groups;
+      delta  the select list items without aggregates plus the bookkeeping columns,
+             HAVING dropped; evaluated on change slices it gives partial states. -#}
+{% macro ivm_aggregate_spec(parsed, aggregation, hidden) %}
+  {%- set main = parsed.blocks[0] -%}
+  {%- set from_kw = main.clauses['from'] -%}
+  {%- if aggregation.kind == 'distinct' -%}
+    {%- set select = ' ' ~ dbt_ivm.ivm_range_text(parsed, main.select_s, from_kw) ~ ', count(*) as __ivm_count ' -%}
+    {%- set template = dbt_ivm.ivm_rewrite_template(parsed, hidden, [{'s': main.distinct_pos, 'e': from_kw, 'text': select}], '\ngroup by all') -%}
+    {{ return({'kind': 'distinct', 'full': template, 'delta': template, 'groups': [], 'states': [], 'calls': [],
+               'items': main['items'], 'parsed': parsed, 'grouped': true}) }}
+  {%- endif -%}
+  {%- set groups = [] -%}
+  {%- for g in aggregation.group_exprs -%}
+    {%- do groups.append({'name': '__ivm_g_' ~ loop.index0, 'sql': dbt_ivm.ivm_range_text(parsed, g[0], g[1])}) -%}
+  {%- endfor -%}
+  {%- set states = [] -%}
+  {%- set calls = [] -%}
+  {%- for call in aggregation.calls -%}
+    {%- set j = loop.index0 -%}
+    {%- set args = dbt_ivm.ivm_range_text(parsed, call.args[0], call.args[1]) -%}
+    {%- set filter = (' ' ~ dbt_ivm.ivm_range_text(parsed, call.filter[0], call.filter[1])) if call.filter else '' -%}
+    {%- set text = dbt_ivm.ivm_range_text(parsed, call.pos, call.end) -%}
+    {%- set s = '__ivm_s' ~ j -%}
+    {%- set n = '__ivm_n' ~ j -%}
+    {%- if call.kind == 'additive' and call.name in ('count', 'count_if') -%}
+      {%- do states.append({'name': s, 'sql': text, 'merge': 'add'}) -%}
+      {%- set value = 'state' -%}
+    {%- elif call.kind == 'additive' -%}
+      {%- do states.append({'name': s, 'sql': text if call.name == 'sum' else 'sum(' ~ args ~ ')' ~ filter, 'merge': 'add'}) -%}
+      {%- do states.append({'name': n, 'sql': 'count(' ~ args ~ ')' ~ filter, 'merge': 'add'}) -%}
+      {%- set value = 'sum' if call.name == 'sum' else 'avg' -%}
+    {%- elif call.kind == 'extremum' -%}
+      {%- do states.append({'name': s, 'sql': text, 'merge': 'least' if call.name == 'min' else 'greatest'}) -%}
+      {%- set value = 'state' -%}
+    {%- else -%}
+      {%- set value = none -%}
+    {%- endif -%}
+    {%- do calls.append({'pos': call.pos, 'end': call.end, 'value': value, 's': s, 'n': n}) -%}
+  {%- endfor -%}
+  {%- set bookkeeping = [] -%}
+  {%- for g in groups -%}{%- do bookkeeping.append(g.sql ~ ' as ' ~ g.name) -%}{%- endfor -%}
+  {%- do bookkeeping.append('count(*) as __ivm_count') -%}
+  {%- for st in states -%}{%- do bookkeeping.append(st.sql ~ ' as ' ~ st.name) -%}{%- endfor -%}
+  {%- set plain = [] -%}
+  {%- set items = [] -%}
+  {%- for item in main['items'] -%}
+    {%- set inside = calls | selectattr('pos', '>=', item.s) | selectattr('pos', '<', item.e) | list -%}
+    {%- do items.append({'s': item.s, 'xe': item.xe, 'calls': inside}) -%}
+    {%- if not inside -%}{%- do plain.append(dbt_ivm.ivm_range_text(parsed, item.s, item.e)) -%}{%- endif -%}
+  {%- endfor -%}
+  {%- set full_select = ' ' ~ dbt_ivm.ivm_range_text(parsed, main.select_s, from_kw) ~ ', ' ~ bookkeeping | join(', ') ~ ' ' -%}
+  {%- set delta_select = ' ' ~ (plain + bookkeeping) | join(', ') ~ ' ' -%}
+  {%- set delta_edits = [{'s': main.select_s, 'e': from_kw, 'text': delta_select}] -%}
+  {%- if aggregation.having -%}
+    {%- do delta_edits.append({'s': main.clauses['having'], 'e': main.having_range[1], 'text': ' '}) -%}
+  {%- endif -%}
+  {{ return({'kind': 'aggregate',
+             'full': dbt_ivm.ivm_rewrite_template(parsed, hidden, [{'s': main.select_s, 'e': from_kw, 'text': full_select}]),
+             'delta': dbt_ivm.ivm_rewrite_template(parsed, hidden, delta_edits),
+             'groups': groups, 'states': states, 'calls': calls, 'items': items, 'parsed': parsed,
+             'grouped': groups | length > 0}) }}
+{% endmacro %}

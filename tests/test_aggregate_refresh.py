@@ -1,0 +1,138 @@
+"""Which path an aggregate refresh takes, and what it reads.
+
+count/sum/avg views are refreshed from the change set alone, and min/max views after
+insert-only batches too: the tests prove it by making the upstream table unreadable
+during the refresh (any query that scans it fails). Deletes under min/max recompute the
+affected groups from the definition, and an interrupted aggregate refresh is repaired by
+a rebuild, since merging a delta twice would count it twice.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from decimal import Decimal
+
+import pytest
+
+from dbt_ivm.changelog import ChangeLoggedTable, Op
+from tests.support import IvmProject, sources_yaml
+
+ORDERS = "{{ source('shop', 'orders') }}"
+
+MODELS = {
+    "sales": f"""\
+        {{{{ config(materialized='ivm') }}}}
+        select o.grp, count(*) as n, sum(o.v) as total, avg(o.v) as mean
+        from {ORDERS} o
+        group by o.grp
+        """,
+    "extremes": f"""\
+        {{{{ config(materialized='ivm') }}}}
+        select o.grp, min(o.v) as lowest, max(o.v) as highest
+        from {ORDERS} o
+        group by o.grp
+        """,
+}
+
+
+@pytest.fixture(scope="module")
+def shop(project_factory) -> tuple[IvmProject, ChangeLoggedTable]:
+    project = project_factory("aggregate_paths")
+    sources = {"orders": "unique_key: [id], change_log: orders_changes"}
+    project.write("models/sources.yml", sources_yaml(project.raw, sources))
+    for name, sql in MODELS.items():
+        project.write(f"models/{name}.sql", sql)
+    project.create_table(
+        "orders",
+        "id bigint, grp string, v decimal(10,2)",
+        [{"id": i, "grp": "ab"[i % 2], "v": Decimal(i)} for i in range(1, 7)],
+    )
+    orders = project.logged_table("orders", ["id"])
+    project.run()
+    return project, orders
+
+
+@contextmanager
+def unreadable(project: IvmProject, table: str) -> Iterator[None]:
+    """Replace an upstream table by a view with the same columns that fails when scanned."""
+    name = f"{project.raw}.{table}"
+    project.spark.sql(f"alter table {name} rename to {name}__hidden")
+    project.spark.sql(
+        f"create view {name} as select * from {name}__hidden "
+        f"where raise_error('the upstream table {table} was read') is null"
+    )
+    try:
+        yield
+    finally:
+        project.spark.sql(f"drop view {name}")
+        project.spark.sql(f"alter table {name}__hidden rename to {name}")
+
+
+def test_count_sum_avg_refresh_reads_only_the_change_set(shop: tuple[IvmProject, ChangeLoggedTable]) -> None:
+    project, orders = shop
+    orders.apply(
+        [
+            Op("update", {"id": 1, "grp": "b", "v": Decimal("2.50")}),
+            Op("delete", {"id": 2}),
+            Op("insert", {"id": 20, "grp": None, "v": None}),
+        ]
+    )
+    with unreadable(project, "orders"):
+        project.run("--select", "sales")
+    refresh = project.last_refresh("sales")
+    assert refresh["reason"] == "deletes or updates: merged signed count/sum deltas into 3 group(s)"
+    assert not project.differences("sales")
+
+
+def test_min_max_insert_only_refresh_merges_without_recompute(
+    shop: tuple[IvmProject, ChangeLoggedTable],
+) -> None:
+    project, orders = shop
+    project.run("--select", "extremes")
+    orders.apply([Op("insert", {"id": 21, "grp": "a", "v": Decimal("-4.00")})])
+    with unreadable(project, "orders"):
+        project.run("--select", "extremes")
+    refresh = project.last_refresh("extremes")
+    assert refresh["reason"] == "insert-only: merged counts/sums and least/greatest into 1 group(s)"
+    assert not project.differences("extremes")
+
+
+def test_min_max_after_deleting_the_extreme_recomputes_affected_groups(
+    shop: tuple[IvmProject, ChangeLoggedTable],
+) -> None:
+    project, orders = shop
+    project.run("--select", "extremes")
+    lowest = project.spark.sql(f"select min(v) from {project.raw}.orders where grp = 'a'").first()[0]
+    victim = project.spark.sql(f"select id from {project.raw}.orders where v = {lowest}").first()[0]
+    orders.apply([Op("delete", {"id": victim})])
+    project.run("--select", "extremes")
+    refresh = project.last_refresh("extremes")
+    assert refresh["reason"] == (
+        "min/max after deletes or updates: recomputed 1 affected group(s) from the definition"
+    )
+    assert (refresh["rows_deleted"], refresh["rows_inserted"]) == (1, 1)
+    assert not project.differences("extremes")
+
+
+def test_interrupted_aggregate_refresh_is_rebuilt(shop: tuple[IvmProject, ChangeLoggedTable]) -> None:
+    project, orders = shop
+    log = f"{project.schema}.__ivm_refresh_log"
+    project.run("--select", "sales")
+    orders.apply([Op("insert", {"id": 22, "grp": "a", "v": Decimal("1.00")})])
+    project.run("--select", "sales")
+    done = project.last_refresh("sales")
+    # what a crash after the table switch leaves: merged table, 'started' as the last row
+    project.spark.sql(
+        f"insert into {log} select refresh_id, relation, 'started', path, reason, started_at, "
+        f"current_timestamp(), duration_s, versions_from, versions_to, change_rows, rows_deleted, "
+        f"rows_inserted, logs_advanced, definition_hash, message, phase_s, model from {log} "
+        f"where refresh_id = '{done['refresh_id']}' and status = 'success'"
+    )
+    project.run("--select", "sales")
+    refresh = project.last_refresh("sales")
+    assert refresh["path"] == "full"
+    assert refresh["reason"] == (
+        "the last refresh was interrupted: rebuilding, as aggregate states cannot be re-applied by key"
+    )
+    assert not project.differences("sales")
