@@ -134,3 +134,10 @@ CATALOG: Final[Mapping[str, Restriction]] = MappingProxyType(
         ),
     }
 )
+
+
+def markdown_table() -> str:
+    """The catalog as the README's table: one line per code (what, why, fix)."""
+    lines = ["| code | what | why | fix |", "| --- | --- | --- | --- |"]
+    lines += [f"| {code} | {r.what} | {r.why} | {r.fix} |" for code, r in CATALOG.items()]
+    return "\n".join(lines)

@@ -58,7 +58,7 @@ class IvmModel:
 @dataclass(frozen=True)
 class Manifest:
     path: Path
-    models: tuple[IvmModel, ...]  # the ivm models, in manifest order
+    models: tuple[IvmModel, ...]
 
 
 def load_manifest(path: Path) -> Manifest:
@@ -97,7 +97,8 @@ def read_models(manifest: Mapping[str, Any]) -> tuple[IvmModel, ...]:
                 upstreams=_upstreams(depends, nodes, sources),
             )
         )
-    return tuple(models)
+    # by name: dbt writes nodes in file-system order, which differs between machines
+    return tuple(sorted(models, key=lambda m: m.name))
 
 
 def _upstreams(
@@ -108,7 +109,8 @@ def _upstreams(
         node = nodes.get(uid) or sources.get(uid)
         if node is not None and node.get("resource_type") in _UPSTREAM_TYPES:
             found.append(_declaration(node))
-    return tuple(found)
+    # depends_on lists a model's upstreams in no fixed order
+    return tuple(sorted(found, key=lambda u: u.name))
 
 
 def _declaration(node: Mapping[str, Any]) -> UpstreamDeclaration:

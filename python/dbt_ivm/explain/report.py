@@ -32,12 +32,12 @@ _CLASSES: dict[str, ModelClass] = {
 _HOW_INSERTS = {
     "append": "insert the rows the new upstream rows produce",
     "merge": "merge the new rows into their groups (counts, sums, least/greatest)",
-    "recompute": "recompute the groups the new rows fall into",
+    "recompute": "recompute the groups the new rows enter",
 }
 _HOW_ANY = {
     "rewrite": "delete the rows that came from changed {up} rows, insert the rows of their new images",
     "merge": "merge signed per-group deltas of the changed {up} rows",
-    "recompute": "recompute the groups the changed {up} rows fall into",
+    "recompute": "recompute the groups that changed {up} rows leave or enter",
 }
 
 
