@@ -10,7 +10,9 @@ should contain:
   Jinja parser may read part of it (a clause given twice). IVM001 positions are not
   promised to match.
 - The Jinja tokenizer takes an unqualified clause keyword for a clause wherever it stands
-  at a block's depth, even as a name (a column called `window`).
+  at a block's depth, even as a name (a column called `window`). So the GROUP of
+  `percentile_cont(...) WITHIN GROUP (ORDER BY x)` is its GROUP BY (both sides follow
+  that), and a real GROUP BY after it ends the Jinja FROM clause: IVM001 there only.
 - A set operation whose first branch has no FROM but has WHERE, GROUP BY or HAVING: the
   Jinja FROM clause then runs into the WHERE of the branch that has the FROM.
 - Join conditions: an AND inside a CASE at the top level splits conjuncts on the Jinja side
