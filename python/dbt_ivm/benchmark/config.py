@@ -1,0 +1,145 @@
+"""Benchmark settings and the command line that sets them."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from dbt_ivm.benchmark.changes import KINDS, LOCALITIES
+from dbt_ivm.benchmark.workloads import WORKLOADS
+
+DEFAULT_SIZES_PERCENT: tuple[float, ...] = (0.01, 0.1, 1.0, 10.0)
+# on top of dbt_ivm.spark.SPARK_CONF (local[2], 4 shuffle partitions, UTC)
+BENCH_SPARK_CONF: dict[str, str] = {"spark.driver.memory": "4g", "spark.ui.showConsoleProgress": "false"}
+
+
+@dataclass(frozen=True)
+class BenchConfig:
+    sf: float = 0.1
+    workloads: tuple[str, ...] = tuple(WORKLOADS)
+    fractions: tuple[float, ...] = tuple(p / 100 for p in DEFAULT_SIZES_PERCENT)
+    kinds: tuple[str, ...] = KINDS
+    localities: tuple[str, ...] = LOCALITIES
+    reps: int = 3
+    out: Path = Path("benchmark_results/sf0.1")
+    work_dir: Path = Path("benchmark_results/tmp")
+    schema: str = "bench"
+    seed: int = 5
+    check: bool = True
+    spark_conf: dict[str, str] = field(default_factory=lambda: dict(BENCH_SPARK_CONF))
+    command: str = ""
+    # the dbt package under test; None: this source checkout
+    package_dir: Path | None = None
+
+    @property
+    def raw_schema(self) -> str:
+        return f"{self.schema}_raw"
+
+
+def _names(text: str, allowed: Sequence[str], what: str) -> tuple[str, ...]:
+    names = tuple(n.strip() for n in text.split(",") if n.strip())
+    unknown = [n for n in names if n not in allowed]
+    if unknown or not names:
+        raise argparse.ArgumentTypeError(f"{what}: choose from {', '.join(allowed)}; got {text!r}")
+    return names
+
+
+def _percents(text: str) -> tuple[float, ...]:
+    try:
+        values = tuple(float(p.strip().rstrip("%")) / 100 for p in text.split(",") if p.strip())
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(f"sizes: percentages like 0.01,0.1,1,10; got {text!r}") from error
+    if not values or any(not 0 < v <= 1 for v in values):
+        raise argparse.ArgumentTypeError(f"sizes: percentages in (0, 100]; got {text!r}")
+    return values
+
+
+def _conf(text: str) -> tuple[str, str]:
+    key, sep, value = text.partition("=")
+    if not sep:
+        raise argparse.ArgumentTypeError(f"--spark-conf wants KEY=VALUE, got {text!r}")
+    return key.strip(), value.strip()
+
+
+def parse_args(argv: Sequence[str] | None, prog: str = "python -m dbt_ivm.benchmark") -> BenchConfig:
+    parser = argparse.ArgumentParser(
+        prog=prog,
+        description="Refresh vs rebuild of dbt_ivm models on TPC-H data, on the embedded Spark.",
+    )
+    parser.add_argument(
+        "--sf", type=float, default=0.1, help="TPC-H scale factor (default 0.1; 1 is ~6M lineitems)"
+    )
+    parser.add_argument(
+        "--workloads",
+        type=lambda t: _names(t, tuple(WORKLOADS), "workloads"),
+        default=tuple(WORKLOADS),
+        help=f"comma-separated, from {','.join(WORKLOADS)} (default all; w3p: W3 partitioned by month)",
+    )
+    parser.add_argument(
+        "--sizes",
+        type=_percents,
+        default=tuple(p / 100 for p in DEFAULT_SIZES_PERCENT),
+        help="change sizes in percent of lineitem/orders rows (default 0.01,0.1,1,10)",
+    )
+    parser.add_argument(
+        "--kinds",
+        type=lambda t: _names(t, KINDS, "kinds"),
+        default=KINDS,
+        help=f"comma-separated, from {','.join(KINDS)} (default all)",
+    )
+    parser.add_argument(
+        "--localities",
+        type=lambda t: _names(t, LOCALITIES, "localities"),
+        default=LOCALITIES,
+        help="uniform: changes anywhere; recent: on the latest order dates, w3p only (default both)",
+    )
+    parser.add_argument("--reps", type=int, default=3, help="repetitions per point; the report shows medians")
+    parser.add_argument(
+        "--out", type=Path, default=None, help="results folder (default benchmark_results/sf<SF>)"
+    )
+    parser.add_argument(
+        "--work-dir",
+        type=Path,
+        default=Path("benchmark_results/tmp"),
+        help="TPC-H parquet cache, Spark warehouse, dbt project (default benchmark_results/tmp)",
+    )
+    parser.add_argument(
+        "--schema", default="bench", help="schema of the models; upstreams go to <schema>_raw"
+    )
+    parser.add_argument("--seed", type=int, default=5, help="seed of the change batches")
+    parser.add_argument("--no-check", action="store_true", help="skip the table == definition check")
+    parser.add_argument(
+        "--spark-conf",
+        type=_conf,
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="extra Spark setting",
+    )
+    parser.add_argument(
+        "--package-dir",
+        type=Path,
+        default=None,
+        help="the dbt_ivm package to benchmark (default: this checkout), e.g. a `git archive` of a commit",
+    )
+    args = parser.parse_args(argv)
+    if args.reps < 1:
+        parser.error("--reps must be at least 1")
+    return BenchConfig(
+        sf=args.sf,
+        workloads=args.workloads,
+        fractions=args.sizes,
+        kinds=args.kinds,
+        localities=args.localities,
+        reps=args.reps,
+        out=args.out or Path(f"benchmark_results/sf{args.sf:g}"),
+        work_dir=args.work_dir,
+        schema=args.schema,
+        seed=args.seed,
+        check=not args.no_check,
+        spark_conf={**BENCH_SPARK_CONF, **dict(args.spark_conf)},
+        command=" ".join([prog, *(argv if argv is not None else [])]),
+        package_dir=args.package_dir,
+    )

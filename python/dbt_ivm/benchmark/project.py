@@ -1,0 +1,141 @@
+"""The benchmark's dbt project: written to a work folder, run in-process on the shared
+Spark session. Reads what each refresh did from dbt_ivm's refresh log and checks every
+ivm table against its definition view."""
+
+from __future__ import annotations
+
+import textwrap
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pyspark.sql import SparkSession
+
+from dbt_ivm.benchmark.upstreams import KEYS
+from dbt_ivm.benchmark.workloads import VIEW_MODEL, VIEW_SQL, Workload
+from dbt_ivm.runner import DbtProject, failure_text
+
+PROJECT_NAME = "ivm_bench"
+
+
+@dataclass(frozen=True)
+class RunOutcome:
+    """One `dbt run --select <model>`: wall time, dbt's own timing of the node, error text."""
+
+    wall_s: float
+    node_s: float | None
+    error: str | None
+
+
+@dataclass(frozen=True)
+class BenchProject:
+    root: Path
+    schema: str
+    raw_schema: str
+    spark: SparkSession
+
+    @classmethod
+    def create(
+        cls, root: Path, schema: str, raw_schema: str, spark: SparkSession, package: Path
+    ) -> BenchProject:
+        """Write the project, install the package (`dbt deps`), start from empty schemas."""
+        project = cls(root, schema, raw_schema, spark)
+        models = root / "models"
+        models.mkdir(parents=True, exist_ok=True)
+        for stale in models.glob("*.sql"):
+            stale.unlink()
+        (root / "dbt_project.yml").write_text(
+            textwrap.dedent(
+                f"""\
+                name: {PROJECT_NAME}
+                version: "1.0"
+                config-version: 2
+                profile: {PROJECT_NAME}
+                model-paths: ["models"]
+                flags:
+                  send_anonymous_usage_stats: false
+                """
+            )
+        )
+        (root / "profiles.yml").write_text(
+            textwrap.dedent(
+                f"""\
+                {PROJECT_NAME}:
+                  target: session
+                  outputs:
+                    session:
+                      type: spark
+                      method: session
+                      host: NA
+                      schema: {schema}
+                      threads: 1
+                """
+            )
+        )
+        (root / "packages.yml").write_text(f"packages:\n  - local: {package}\n")
+        (models / "sources.yml").write_text(project._sources_yaml())
+        (models / f"{VIEW_MODEL}.sql").write_text(VIEW_SQL)
+        spark.sql(f"drop database if exists {schema} cascade")
+        spark.sql(f"create database {schema}")
+        project.dbt.invoke("deps", "--quiet")
+        return project
+
+    @property
+    def dbt(self) -> DbtProject:
+        return DbtProject(self.root, self.root)
+
+    def _sources_yaml(self) -> str:
+        lines = ["version: 2", "sources:", "  - name: tpch", f"    schema: {self.raw_schema}", "    tables:"]
+        for table, key in KEYS.items():
+            lines.append(f"      - name: {table}")
+            lines.append(
+                f"        meta: {{ivm: {{unique_key: [{', '.join(key)}], change_log: {table}_changes}}}}"
+            )
+        return "\n".join(lines) + "\n"
+
+    def add_workload(self, workload: Workload) -> None:
+        models = self.root / "models"
+        (models / f"{workload.ivm_model}.sql").write_text(workload.model_sql("ivm"))
+        (models / f"{workload.table_model}.sql").write_text(workload.model_sql("table"))
+
+    def run(self, model: str, *flags: str) -> RunOutcome:
+        began = time.perf_counter()
+        result = self.dbt.invoke("run", "--quiet", "--select", model, *flags, check=False)
+        wall = time.perf_counter() - began
+        results = getattr(result.result, "results", None) or []
+        node_s = float(results[0].execution_time) if results else None
+        error = None if result.success else failure_text(result)
+        return RunOutcome(wall, node_s, error)
+
+    def last_refresh(self, model: str) -> dict[str, Any] | None:
+        """The latest refresh-log row of an ivm model, or None."""
+        log = f"{self.schema}.__ivm_refresh_log"
+        if not self.spark.catalog.tableExists(log):
+            return None
+        model_id = f"model.{PROJECT_NAME}.{model}"
+        row = (
+            self.spark.table(log)
+            .where(f"model = '{model_id}'")
+            .orderBy("logged_at", ascending=False)
+            .limit(1)
+            .collect()
+        )
+        return row[0].asDict(recursive=True) if row else None
+
+    def differences(self, model: str) -> tuple[int, int]:
+        """Rows only in the table and only in the definition view, as multisets (`__ivm_`
+        columns excluded): the row counts of `table EXCEPT ALL definition` and of
+        `definition EXCEPT ALL table`, both from one aggregation over the union (each
+        distinct row's count in the table minus its count in the definition)."""
+        table = f"{self.schema}.{model}"
+        definition = f"{self.schema}.__ivm_def__{model}"
+        columns = ", ".join(f"`{c}`" for c in self.spark.table(table).columns if not c.startswith("__ivm_"))
+        row = self.spark.sql(
+            f"select coalesce(sum(greatest(n, 0)), 0), coalesce(sum(greatest(-n, 0)), 0) from ("
+            f"select {columns}, sum(side) as n from ("
+            f"select {columns}, 1 as side from {table} "
+            f"union all select {columns}, -1 as side from {definition}"
+            f") group by {columns}) where n <> 0"
+        ).first()
+        return int(row[0]), int(row[1])

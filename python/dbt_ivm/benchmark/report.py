@@ -1,0 +1,193 @@
+"""Results files: results.json (everything measured), results.md (tables of medians) and
+plot.png (refresh and rebuild time against change size, log scales)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+from pathlib import Path
+
+from dbt_ivm.benchmark.results import PHASES, BenchResult, Point, median, points
+from dbt_ivm.benchmark.workloads import WORKLOADS
+
+JSON_FILE, MARKDOWN_FILE, PLOT_FILE = "results.json", "results.md", "plot.png"
+
+
+def write_all(result: BenchResult, out: Path, plot: bool) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    (out / JSON_FILE).write_text(json.dumps(asdict(result), indent=1, default=str) + "\n")
+    (out / MARKDOWN_FILE).write_text(markdown(result))
+    if plot and result.samples:
+        write_plot(result, out / PLOT_FILE)
+
+
+def _s(value: float | None, digits: int = 2) -> str:
+    return "" if value is None else f"{value:.{digits}f}"
+
+
+def _rows(value: float | None) -> str:
+    return "" if value is None else f"{value:,.0f}"
+
+
+def _percent(fraction: float) -> str:
+    return f"{fraction * 100:g}%"
+
+
+def markdown(result: BenchResult) -> str:
+    config, env = result.config, result.environment
+    spark = env.get("spark", {})
+    packages = ", ".join(f"{k} {v}" for k, v in env.get("packages", {}).items() if v)
+    lines = [
+        "# dbt_ivm benchmark: ivm refresh vs rebuild",
+        "",
+        f"Command: `{config.get('command') or 'run_benchmark(...)'}`"
+        + ("" if result.finished else " — **incomplete run** (interrupted or still running)"),
+        "",
+        f"* Data: TPC-H SF {config['sf']:g}: "
+        + ", ".join(f"{n} {c:,}" for n, c in result.base_rows.items())
+        + " rows; change batches seeded with "
+        + str(config["seed"]),
+        f"* Machine: {env.get('cpu')}, {env.get('cores')} cores, {env.get('memory_gib')} GiB; "
+        f"{env.get('platform')}; load average at start {env.get('load_average_start')}, "
+        f"end {env.get('load_average_end')}",
+        f"* Spark: master {spark.get('spark.master')}, driver memory {spark.get('spark.driver.memory')}, "
+        f"shuffle partitions {spark.get('spark.sql.shuffle.partitions')}",
+        f"* Python {env.get('python')}; {packages}",
+        f"* dbt_ivm at {env.get('git')}; run took {_s((result.duration_s or 0) / 60, 1)} min",
+        "",
+        "Times are wall-clock seconds of `dbt run --select <model>` in the warm process (dbt's own",
+        f"start-up included), medians of {config['reps']} repetitions, each on a fresh batch.",
+        "*refresh* runs the `ivm` model, *rebuild* the same SQL as `materialized='table'`;",
+        "*speed-up* = rebuild / refresh. *in model* is the refresh's own duration from the refresh",
+        "log, split into change read / delta / apply / bookkeeping when the log records it.",
+        "*changed rows* are the change-log rows a batch wrote (lineitem / orders / customer;",
+        "an update writes two), *-/+ rows* what the refresh deleted and inserted in the table.",
+        "*check*: the table equals its definition (EXCEPT ALL both ways) after every refresh.",
+        "",
+    ]
+    lines += _builds(result) + _fixed(result)
+    all_points = points(result.samples)
+    for name, workload in WORKLOADS.items():
+        chosen = [p for p in all_points if p.workload == name]
+        if chosen:
+            lines += [f"## {workload.title}", "", *_point_table(chosen), ""]
+    if result.catch_up:
+        lines += [
+            "## Catch-up refreshes",
+            "",
+            "| workload | batches | refresh s | path | check |",
+            "|---|---|---|---|---|",
+        ]
+        lines += [
+            f"| {c.workload} | {c.batches} | {_s(c.refresh_s)} | {c.path} | {c.check} |"
+            for c in result.catch_up
+        ]
+        lines.append("")
+    errors = result.errors()
+    failed = [c for c in result.checks() if c == "fail"]
+    lines += ["## Failures", ""]
+    if not errors and not failed:
+        lines.append("None: every step succeeded and every correctness check passed.")
+    lines += [f"* {e}" for e in errors]
+    if failed:
+        lines.append(f"* {len(failed)} correctness checks failed (see the check column).")
+    return "\n".join(lines) + "\n"
+
+
+def _builds(result: BenchResult) -> list[str]:
+    lines = [
+        "## First builds",
+        "",
+        "| workload | ivm build s | table build s | rows | check |",
+        "|---|---|---|---|---|",
+    ]
+    for name, b in result.builds.items():
+        check = b["check"] if not b.get("error") else f"FAILED: {b['error']}"
+        lines.append(f"| {name} | {_s(b['ivm_s'])} | {_s(b['table_s'])} | {_rows(b.get('rows'))} | {check} |")
+    return [*lines, ""]
+
+
+def _fixed(result: BenchResult) -> list[str]:
+    fixed = result.fixed_cost
+    if not fixed.view_s:
+        return []
+    view = median(fixed.view_s)
+    lines = [
+        "## Fixed cost",
+        "",
+        "`dbt run --select <model>` when nothing changed upstream (an ivm no-op refresh) against",
+        "`dbt run` of a plain view model, median seconds.",
+        "",
+        "| model | no-op refresh s | view s | no-op / view | paths |",
+        "|---|---|---|---|---|",
+    ]
+    for name, values in fixed.noop_s.items():
+        noop = median(values)
+        ratio = f"{noop / view:.1f}" if noop and view else ""
+        paths = ",".join(sorted(set(fixed.noop_paths.get(name, []))))
+        lines.append(f"| {name}_ivm | {_s(noop)} | {_s(view)} | {ratio} | {paths} |")
+    return [*lines, ""]
+
+
+def _point_table(chosen: list[Point]) -> list[str]:
+    lines = [
+        "| locality | kind | size | changed rows | rebuild s | refresh s | speed-up | in model s "
+        "| changes / delta / apply / bookkeeping s | -/+ rows | path | check |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for p in sorted(chosen, key=lambda p: (p.locality, p.kind, p.fraction)):
+        changed = " / ".join(_rows(p.batch_rows(t)) or "0" for t in ("lineitem", "orders", "customer"))
+        phases = " / ".join(_s(p.phase(k)) for k in PHASES) if any(p.phase(k) for k in PHASES) else ""
+        ratio = f"{p.ratio:.1f}x" if p.ratio else ""
+        moved = (
+            f"-{_rows(p.med('rows_deleted'))} +{_rows(p.med('rows_inserted'))}"
+            if p.med("rows_inserted") is not None
+            else ""
+        )
+        check = p.check + (" (errors)" if any(s.errors for s in p.samples) else "")
+        lines.append(
+            f"| {p.locality} | {p.kind} | {_percent(p.fraction)} | {changed} | {_s(p.med('rebuild_s'))} "
+            f"| {_s(p.med('refresh_s'))} | {ratio} | {_s(p.med('refresh_log_s'))} | {phases} | {moved} "
+            f"| {p.paths} | {check} |"
+        )
+    return lines
+
+
+def write_plot(result: BenchResult, path: Path) -> None:
+    """One panel per workload and change locality: refresh (solid) and rebuild (dashed)
+    seconds per change kind against the change size."""
+    # the bench extra; imported here so that the rest of the report works without it
+    from matplotlib.figure import Figure
+    from matplotlib.ticker import FuncFormatter
+
+    series: dict[tuple[str, str], list[Point]] = {}
+    for p in points(result.samples):
+        series.setdefault((p.workload, p.locality), []).append(p)
+    panels = sorted(series)
+    columns = min(2, len(panels))
+    rows = (len(panels) + columns - 1) // columns
+    figure = Figure(figsize=(6.5 * columns, 4.5 * rows), layout="constrained")
+    axes = figure.subplots(rows, columns, squeeze=False).ravel()
+    colors = {"insert": "tab:green", "delete": "tab:red", "update": "tab:blue", "mixed": "tab:purple"}
+    for ax, key in zip(axes[: len(panels)], panels, strict=True):
+        for kind in sorted({p.kind for p in series[key]}):
+            line = sorted((p for p in series[key] if p.kind == kind), key=lambda p: p.fraction)
+            x = [p.fraction * 100 for p in line]
+            color = colors.get(kind, "tab:gray")
+            ax.plot(x, [p.med("refresh_s") for p in line], "o-", color=color, label=f"refresh, {kind}")
+            ax.plot(
+                x, [p.med("rebuild_s") for p in line], "s--", color=color, alpha=0.5, label=f"rebuild, {kind}"
+            )
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        for axis in (ax.xaxis, ax.yaxis):
+            axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+        ax.set_xlabel("change size, % of lineitem / orders rows")
+        ax.set_ylabel("dbt run wall time, s")
+        ax.set_title(f"{key[0]} ({key[1]} changes)")
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize="small")
+    for ax in axes[len(panels) :]:
+        ax.set_visible(False)
+    figure.suptitle(f"dbt_ivm refresh vs rebuild, TPC-H SF {result.config['sf']:g}")
+    figure.savefig(path, dpi=110)

@@ -1,0 +1,216 @@
+"""The benchmark run: data, upstreams, models, then for every change batch the ivm
+refresh, its correctness check and the rebuild of the table twin, in one Spark session."""
+
+from __future__ import annotations
+
+import time
+import zlib
+from dataclasses import asdict
+from pathlib import Path
+
+from pyspark.sql import SparkSession
+
+import dbt_ivm
+from dbt_ivm.benchmark import environment, report, tpch, upstreams
+from dbt_ivm.benchmark.changes import BatchSpec, make_batch
+from dbt_ivm.benchmark.config import BenchConfig
+from dbt_ivm.benchmark.measure import check, first_line, measure_refresh, refresh_entry
+from dbt_ivm.benchmark.progress import Progress
+from dbt_ivm.benchmark.project import BenchProject
+from dbt_ivm.benchmark.results import BenchResult, CatchUp, Sample
+from dbt_ivm.benchmark.workloads import VIEW_MODEL, Workload, select
+from dbt_ivm.spark import local_spark
+
+# commit order within a batch: lineitem's change rows read orders as of before the batch
+COMMIT_ORDER = ("lineitem", "orders", "customer")
+
+
+def package_root(config: BenchConfig) -> Path:
+    """The dbt package to benchmark: config.package_dir, else this source checkout
+    (python/dbt_ivm/__init__.py -> repository root)."""
+    root = (config.package_dir or Path(dbt_ivm.__file__).parents[2]).resolve()
+    if not (root / "dbt_project.yml").exists():
+        raise RuntimeError(f"dbt_ivm's dbt package not found at {root}: pass --package-dir")
+    return root
+
+
+def batch_seed(config: BenchConfig, locality: str, kind: str, fraction: float, rep: int) -> int:
+    return (config.seed * 1_000_003 + zlib.crc32(f"{locality}|{kind}|{fraction!r}|{rep}".encode())) % 2**31
+
+
+def run_benchmark(
+    config: BenchConfig, spark: SparkSession | None = None, progress: Progress | None = None
+) -> BenchResult:
+    """Run the whole benchmark and write its results to config.out (also as it goes, so an
+    interrupted run keeps what it measured). Uses `spark` if given, else starts the
+    embedded session under config.work_dir (and stops it at the end)."""
+    progress = progress or Progress()
+    began = time.perf_counter()
+    work = config.work_dir.resolve()
+    with progress.step(f"TPC-H SF {config.sf:g}: parquet in {tpch.data_dir(work / 'tpch', config.sf)}"):
+        data, base_rows, generated = tpch.generate(work / "tpch", config.sf)
+        progress.line(f"  {'generated with duckdb' if generated else 'cached, generation skipped'}")
+    own_spark = spark is None
+    if spark is None:
+        with progress.step("Starting the embedded Spark session"):
+            spark = local_spark(work / "spark", config.spark_conf)
+    result = BenchResult(
+        config={**asdict(config), "package_dir": str(package_root(config))},
+        environment=environment.describe(spark, package_root(config)),
+    )
+    result.environment["load_average_start"] = environment.load_average()
+    try:
+        result.base_rows = base_rows
+        _run(config, spark, progress, result, data, work)
+        result.finished = True
+    finally:
+        result.duration_s = time.perf_counter() - began
+        result.environment["load_average_end"] = environment.load_average()
+        with progress.step(f"Writing results to {config.out}"):
+            report.write_all(result, config.out, plot=True)
+        if own_spark:
+            spark.stop()
+    return result
+
+
+def _run(
+    config: BenchConfig, spark: SparkSession, progress: Progress, result: BenchResult, data: Path, work: Path
+) -> None:
+    with progress.step(f"Loading upstreams into {config.raw_schema} (tables + change logs)"):
+        tables = upstreams.load(spark, config.raw_schema, work / "upstreams" / config.raw_schema, data)
+        progress.line("  " + ", ".join(f"{n} {c:,} rows" for n, c in result.base_rows.items()))
+    with progress.step(f"Writing the dbt project, dbt deps (schema {config.schema})"):
+        project = BenchProject.create(
+            work / "project" / config.schema, config.schema, config.raw_schema, spark, package_root(config)
+        )
+    workloads = select(list(config.workloads))
+    built = [w for w in workloads if _build(project, w, config, progress, result)]
+    report.write_all(result, config.out, plot=False)
+    _fixed_cost(project, built, config, progress, result)
+    report.write_all(result, config.out, plot=False)
+
+    # the models measured on a batch are refreshed after it; the others catch up at the end
+    behind = {w.name: 0 for w in built}
+    total = sum(
+        len(config.fractions) * len(config.kinds) * config.reps
+        for locality in config.localities
+        if any(locality in w.localities for w in built)
+    )
+    done = 0
+    for locality in config.localities:
+        measured = [w for w in built if locality in w.localities]
+        if not measured:
+            continue
+        for fraction in config.fractions:
+            for kind in config.kinds:
+                for rep in range(1, config.reps + 1):
+                    done += 1
+                    label = f"[{done}/{total}] {locality} {kind} {fraction:.2%} rep {rep}"
+                    spec = BatchSpec(
+                        kind, fraction, locality, batch_seed(config, locality, kind, fraction, rep)
+                    )
+                    with progress.step(f"{label}: writing the change batch"):
+                        batch = make_batch(tables, spec, result.base_rows)
+                        rows = {n: tables[n].commit(batch[n]) for n in COMMIT_ORDER if n in batch}
+                        progress.line("  logged " + ", ".join(f"{n} {r:,}" for n, r in rows.items()))
+                    for w in built:
+                        if w not in measured:
+                            behind[w.name] += 1
+                    for w in measured:
+                        sample = Sample(w.name, locality, kind, fraction, rep, rows)
+                        _measure_point(project, w, config, progress, sample)
+                        result.samples.append(sample)
+                    report.write_all(result, config.out, plot=False)
+    for w in built:
+        if behind[w.name]:
+            _catch_up(project, w, behind[w.name], config, progress, result)
+
+
+def _build(
+    project: BenchProject, workload: Workload, config: BenchConfig, progress: Progress, result: BenchResult
+) -> bool:
+    """First build of both twins; a workload whose ivm model cannot build is reported and skipped."""
+    project.add_workload(workload)
+    with progress.step(f"{workload.name}: first build of {workload.ivm_model} and {workload.table_model}"):
+        ivm = project.run(workload.ivm_model)
+        table = project.run(workload.table_model)
+        build = {"ivm_s": ivm.wall_s, "table_s": table.wall_s, "check": "not run", "error": None}
+        if ivm.error or table.error:
+            build["error"] = first_line(ivm.error or table.error or "")
+            progress.line(f"  FAILED, skipping {workload.name} at every point: {build['error']}")
+        else:
+            build["rows"] = refresh_entry(project, workload.ivm_model)["rows_inserted"]
+            if config.check:
+                build["check"], build["differences"], build["error"] = check(project, workload.ivm_model)
+            progress.line(
+                f"  ivm {ivm.wall_s:.1f} s, table {table.wall_s:.1f} s, {build['rows']} rows, "
+                f"check {build['check']}"
+            )
+        result.builds[workload.name] = build
+    return build["error"] is None and (build["check"] == "pass" or not config.check)
+
+
+def _fixed_cost(
+    project: BenchProject, built: list[Workload], config: BenchConfig, progress: Progress, result: BenchResult
+) -> None:
+    """Wall time of `dbt run` for a no-op ivm refresh and for a plain view model."""
+    with progress.step(f"Fixed cost: {config.reps} x (view model, no-op refresh of each ivm model)"):
+        project.run(VIEW_MODEL)  # warm-up: first parse of the project with the view model
+        fixed = result.fixed_cost
+        for _ in range(config.reps):
+            fixed.view_s.append(project.run(VIEW_MODEL).wall_s)
+            for w in built:
+                outcome = project.run(w.ivm_model)
+                fixed.noop_s.setdefault(w.name, []).append(outcome.wall_s)
+                path = "error" if outcome.error else refresh_entry(project, w.ivm_model)["path"] or "-"
+                fixed.noop_paths.setdefault(w.name, []).append(path)
+        summary = ", ".join(f"{n} {min(v):.2f} s" for n, v in fixed.noop_s.items())
+        progress.line(f"  view {min(fixed.view_s):.2f} s; no-op ivm {summary} (fastest of {config.reps})")
+
+
+def _measure_point(
+    project: BenchProject, workload: Workload, config: BenchConfig, progress: Progress, sample: Sample
+) -> None:
+    progress.line(f"  {workload.name}: refresh{', check' if config.check else ''}, rebuild ...")
+    ok = measure_refresh(project, workload.ivm_model, sample, config.check)
+    if not ok:
+        # start the next point from a correct table
+        resync = project.run(workload.ivm_model, "--full-refresh")
+        if resync.error:
+            sample.errors.append(f"full refresh after the failure failed too: {first_line(resync.error)}")
+    rebuild = project.run(workload.table_model)
+    sample.rebuild_s = rebuild.wall_s
+    if rebuild.error:
+        sample.errors.append(f"rebuild failed: {first_line(rebuild.error)}")
+    ratio = f"x{sample.rebuild_s / sample.refresh_s:.1f}" if sample.refresh_s and not rebuild.error else "-"
+    rows = f"-{sample.rows_deleted} +{sample.rows_inserted}" if sample.path else ""
+    line = (
+        f"  {workload.name}: refresh {sample.refresh_s or 0:.1f} s ({sample.path or 'failed'} {rows}), "
+        f"rebuild {sample.rebuild_s:.1f} s, {ratio}, check {sample.check}"
+    )
+    progress.line(line + "".join(f"\n    ERROR {e}" for e in sample.errors))
+
+
+def _catch_up(
+    project: BenchProject,
+    workload: Workload,
+    batches: int,
+    config: BenchConfig,
+    progress: Progress,
+    result: BenchResult,
+) -> None:
+    with progress.step(
+        f"{workload.name}: catch-up refresh over the {batches} batches it was not measured on"
+    ):
+        outcome = project.run(workload.ivm_model)
+        entry = refresh_entry(project, workload.ivm_model) if not outcome.error else {"path": None}
+        catch = CatchUp(workload.name, batches, outcome.wall_s, entry["path"], "off", None)
+        if outcome.error:
+            catch.errors.append(f"refresh failed: {first_line(outcome.error)}")
+            catch.check = "not run"
+        elif config.check:
+            catch.check, catch.differences, error = check(project, workload.ivm_model)
+            if error:
+                catch.errors.append(error)
+        progress.line(f"  {outcome.wall_s:.1f} s, {catch.path}, check {catch.check}")
+        result.catch_up.append(catch)

@@ -1,0 +1,103 @@
+"""The benchmark workloads: each is one SQL body, built as an `ivm` model and as the same
+SQL with `materialized='table'` (the rebuild baseline)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+W3_COLUMNS = """\
+  l.l_orderkey, l.l_linenumber, l.l_partkey, l.l_suppkey, l.l_quantity, l.l_extendedprice,
+  l.l_discount, l.l_tax, l.l_returnflag, l.l_linestatus, l.l_shipdate, l.l_commitdate,
+  l.l_receiptdate, l.l_shipinstruct, l.l_shipmode,
+  o.o_custkey, o.o_orderstatus, o.o_totalprice, o.o_orderdate, o.o_orderpriority, o.o_clerk,
+  o.o_shippriority"""
+
+
+@dataclass(frozen=True)
+class Workload:
+    name: str
+    title: str
+    sql: str
+    partition_by: str | None = None
+    # change localities it is measured on ('recent': most changes on recent order dates)
+    localities: tuple[str, ...] = ("uniform",)
+
+    @property
+    def ivm_model(self) -> str:
+        return f"{self.name}_ivm"
+
+    @property
+    def table_model(self) -> str:
+        return f"{self.name}_table"
+
+    def model_sql(self, materialized: str) -> str:
+        options = [f"materialized='{materialized}'"]
+        if self.partition_by:
+            options.append(f"partition_by='{self.partition_by}'")
+        if materialized == "table":
+            options.append("file_format='parquet'")
+        return f"{{{{ config({', '.join(options)}) }}}}\n-- {self.title}\n{self.sql.strip()}\n"
+
+
+WORKLOADS: dict[str, Workload] = {
+    w.name: w
+    for w in (
+        Workload(
+            "w1",
+            "W1 aggregate, TPC-H Q1 style: pricing summary per return flag and line status",
+            """
+select l_returnflag, l_linestatus, count(*) as count_order, sum(l_quantity) as sum_qty,
+       sum(l_extendedprice) as sum_base_price, avg(l_discount) as avg_disc
+from {{ source('tpch', 'lineitem') }}
+where l_shipdate <= date'1998-09-02'
+group by l_returnflag, l_linestatus
+""",
+        ),
+        Workload(
+            "w2",
+            "W2 aggregate over joins, TPC-H Q3 style: revenue per market segment and order date",
+            """
+select c.c_mktsegment, o.o_orderdate, count(*) as n_lines,
+       sum(l.l_extendedprice * (1 - l.l_discount)) as revenue
+from {{ source('tpch', 'customer') }} c
+join {{ source('tpch', 'orders') }} o on c.c_custkey = o.o_custkey
+join {{ source('tpch', 'lineitem') }} l on l.l_orderkey = o.o_orderkey
+group by c.c_mktsegment, o.o_orderdate
+""",
+        ),
+        Workload(
+            "w3",
+            "W3 join-only: lineitem x orders denormalised",
+            f"""
+select
+{W3_COLUMNS}
+from {{{{ source('tpch', 'lineitem') }}}} l
+join {{{{ source('tpch', 'orders') }}}} o on l.l_orderkey = o.o_orderkey
+""",
+        ),
+        Workload(
+            "w3p",
+            "W3 join-only, partitioned by order month (date-localised changes touch few partitions)",
+            f"""
+select
+{W3_COLUMNS},
+  date_format(o.o_orderdate, 'yyyy-MM') as order_month
+from {{{{ source('tpch', 'lineitem') }}}} l
+join {{{{ source('tpch', 'orders') }}}} o on l.l_orderkey = o.o_orderkey
+""",
+            partition_by="order_month",
+            localities=("uniform", "recent"),
+        ),
+    )
+}
+
+# a plain view model: the fixed cost of a `dbt run` without dbt_ivm
+VIEW_MODEL = "bench_view"
+VIEW_SQL = "{{ config(materialized='view') }}\nselect * from {{ source('tpch', 'orders') }}\n"
+
+
+def select(names: list[str]) -> list[Workload]:
+    unknown = [n for n in names if n not in WORKLOADS]
+    if unknown:
+        raise ValueError(f"unknown workloads {', '.join(unknown)}; choose from {', '.join(WORKLOADS)}")
+    return [WORKLOADS[n] for n in names]
