@@ -3,7 +3,7 @@ VENV ?= .venv
 PYTHON ?= python3
 BIN = $(VENV)/bin
 
-.PHONY: setup demo test lint clean
+.PHONY: setup demo test lint bench clean
 
 setup: $(VENV)/.installed
 
@@ -22,6 +22,17 @@ lint: setup
 
 test: lint
 	$(BIN)/python -m pytest
+
+# The benchmark (README "Benchmark"): TPC-H SF 0.1, results in benchmark_results/sf0.1.
+# More: make bench BENCH_ARGS="--sf 1 --out benchmark_results/sf1"
+BENCH_ARGS ?= --sf 0.1 --out benchmark_results/sf0.1
+
+$(VENV)/.bench-installed: $(VENV)/.installed
+	$(BIN)/pip install --quiet -e ".[spark,bench]"
+	touch $@
+
+bench: $(VENV)/.bench-installed
+	$(BIN)/python -m dbt_ivm.benchmark $(BENCH_ARGS)
 
 clean:
 	rm -rf $(VENV) integration_tests/target integration_tests/dbt_packages \
