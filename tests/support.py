@@ -3,6 +3,7 @@ logs, and the differential check (table == definition recomputed from scratch)."
 
 from __future__ import annotations
 
+import random
 import textwrap
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -10,9 +11,10 @@ from pathlib import Path
 from typing import Any
 
 from dbt.cli.main import dbtRunnerResult
+from hypothesis import strategies as st
 from pyspark.sql import SparkSession
 
-from dbt_ivm.changelog import ChangeLoggedTable, Row
+from dbt_ivm.changelog import ChangeLoggedTable, Op, Row
 from dbt_ivm.runner import DbtProject, failure_text
 
 PROFILE = """\
@@ -134,3 +136,64 @@ class IvmProject:
             f"union all select 'definition' as side, * from ({only_in_definition})"
         )
         return [r.asDict() for r in self.spark.sql(query).collect()]
+
+
+@dataclass(frozen=True)
+class TableSpec:
+    """A random upstream table keyed by `id`: its columns, how hypothesis draws the other
+    columns' values, and the values the seeded first load picks from."""
+
+    columns: str
+    values: dict[str, Any]  # column -> hypothesis strategy
+    seed_values: dict[str, list[Any]]
+    rows: int = 6
+
+
+class RandomHistory:
+    """Change-logged upstream tables with a random history: a seeded first load, then one
+    random batch per generated example (see the differential tests)."""
+
+    def __init__(self, project: IvmProject, tables: dict[str, TableSpec], seed: int) -> None:
+        pick = random.Random(seed)
+        self.specs = tables
+        self.rows: dict[str, dict[int, dict[str, Any]]] = {}
+        self.tables: dict[str, ChangeLoggedTable] = {}
+        self.next_id = 1000
+        for name, spec in tables.items():
+            rows = [
+                {"id": i, **{c: pick.choice(choices) for c, choices in spec.seed_values.items()}}
+                for i in range(spec.rows)
+            ]
+            self.rows[name] = {r["id"]: r for r in rows}
+            project.create_table(name, spec.columns, rows)
+            self.tables[name] = project.logged_table(name, ["id"])
+
+    def draw_ops(self, data: Any, table: str) -> list[Op]:
+        """Up to 4 operations valid against the evolving state; one key may change several times."""
+        state = self.rows[table]
+        ops: list[Op] = []
+        for _ in range(data.draw(st.integers(0, 4), label=f"{table} op count")):
+            kinds = ["insert"] + (["update", "update", "delete", "delete"] if state else [])
+            kind = data.draw(st.sampled_from(kinds), label="op")
+            if kind == "insert":
+                self.next_id += 1
+                key = self.next_id
+            else:
+                key = data.draw(st.sampled_from(sorted(state)), label="key")
+            if kind == "delete":
+                del state[key]
+                ops.append(Op("delete", {"id": key}))
+                continue
+            values = {c: data.draw(s, label=f"{table}.{c}") for c, s in self.specs[table].values.items()}
+            state[key] = {"id": key, **values}
+            ops.append(Op(kind, state[key]))
+        return ops
+
+    def commit_batch(self, data: Any) -> str:
+        """Draw and commit one batch on every table; returns what was committed."""
+        committed = []
+        for name, table in self.tables.items():
+            ops = self.draw_ops(data, name)
+            table.apply(ops)
+            committed.append(f"{name}: {[(op.kind, op.row['id']) for op in ops]}")
+        return "; ".join(committed)

@@ -11,39 +11,41 @@ depends on the history before it, which hypothesis cannot replay.
 
 from __future__ import annotations
 
-import random
 from decimal import Decimal
-from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
-from dbt_ivm.changelog import ChangeLoggedTable, Op
-from tests.support import IvmProject, sources_yaml
+from tests.support import IvmProject, RandomHistory, TableSpec, sources_yaml
 
 MONEY = [None, Decimal("0.00"), Decimal("1.50"), Decimal("-2.25"), Decimal("10.00"), Decimal("3.33")]
-VALUES: dict[str, dict[str, st.SearchStrategy[Any]]] = {
-    "orders": {
-        "cid": st.one_of(st.none(), st.integers(0, 3)),
-        "grp": st.sampled_from([None, "a", "b", "c"]),
-        "v": st.sampled_from(MONEY),
-        "w": st.one_of(st.none(), st.integers(-2, 5)),
-    },
-    "customers": {
-        "region": st.sampled_from([None, "EU", "US"]),
-    },
-    "lines": {
-        "oid": st.one_of(st.none(), st.integers(0, 9)),
-        "qty": st.one_of(st.none(), st.integers(1, 4)),
-    },
+TABLES = {
+    "orders": TableSpec(
+        "id bigint, cid int, grp string, v decimal(10,2), w int",
+        {
+            "cid": st.one_of(st.none(), st.integers(0, 3)),
+            "grp": st.sampled_from([None, "a", "b", "c"]),
+            "v": st.sampled_from(MONEY),
+            "w": st.one_of(st.none(), st.integers(-2, 5)),
+        },
+        {"cid": [None, 0, 1, 2, 3], "grp": [None, "a", "b"], "v": MONEY, "w": [None, 1, 2, 3]},
+        rows=10,
+    ),
+    "customers": TableSpec(
+        "id bigint, region string",
+        {"region": st.sampled_from([None, "EU", "US"])},
+        {"region": [None, "EU", "US"]},
+        rows=4,
+    ),
+    "lines": TableSpec(
+        "id bigint, oid bigint, qty int",
+        {"oid": st.one_of(st.none(), st.integers(0, 9)), "qty": st.one_of(st.none(), st.integers(1, 4))},
+        {"oid": [None, *range(10)], "qty": [None, 1, 2, 3]},
+        rows=12,
+    ),
 }
-COLUMNS = {
-    "orders": "id bigint, cid int, grp string, v decimal(10,2), w int",
-    "customers": "id bigint, region string",
-    "lines": "id bigint, oid bigint, qty int",
-}
-SOURCES = {name: f"unique_key: [id], change_log: {name}_changes" for name in COLUMNS}
+SOURCES = {name: f"unique_key: [id], change_log: {name}_changes" for name in TABLES}
 
 ORDERS = "{{ source('src', 'orders') }}"
 CUSTOMERS = "{{ source('src', 'customers') }}"
@@ -79,8 +81,10 @@ MODELS = {
         group by o.grp
         having count(*) > 1
         """,
-    # aggregate over a 2-way join: a customer moving region moves its orders
+    # aggregate over a 2-way join: a customer moving region moves its orders; partitioned
+    # by the (nullable) group column, so only the affected partitions are rewritten
     "agg_join2": f"""
+        {{{{ config(partition_by=['region']) }}}}
         select c.region, count(*) as n, sum(o.v) as sum_v, avg(o.w) as avg_w
         from {ORDERS} o
         join {CUSTOMERS} c on o.cid = c.id
@@ -102,65 +106,13 @@ MODELS = {
 }
 
 
-class History:
-    """The upstream tables, their change logs, and what they hold now."""
-
-    def __init__(self, project: IvmProject) -> None:
-        seed = random.Random(20261122)
-        self.rows: dict[str, dict[int, dict[str, Any]]] = {}
-        self.tables: dict[str, ChangeLoggedTable] = {}
-        self.next_id = 100
-        sizes = {"orders": 10, "customers": 4, "lines": 12}
-        for name, columns in COLUMNS.items():
-            rows = [self._seed_row(seed, name, i) for i in range(sizes[name])]
-            self.rows[name] = {r["id"]: r for r in rows}
-            project.create_table(name, columns, rows)
-            self.tables[name] = project.logged_table(name, ["id"])
-
-    @staticmethod
-    def _seed_row(seed: random.Random, table: str, key: int) -> dict[str, Any]:
-        row: dict[str, Any] = {"id": key}
-        if table == "orders":
-            row |= {
-                "cid": seed.choice([None, 0, 1, 2, 3]),
-                "grp": seed.choice([None, "a", "b"]),
-                "v": seed.choice(MONEY),
-                "w": seed.choice([None, 1, 2, 3]),
-            }
-        elif table == "customers":
-            row |= {"region": seed.choice([None, "EU", "US"])}
-        else:
-            row |= {"oid": seed.choice([None, *range(10)]), "qty": seed.choice([None, 1, 2, 3])}
-        return row
-
-    def draw_ops(self, data: st.DataObject, table: str) -> list[Op]:
-        state = self.rows[table]
-        ops: list[Op] = []
-        for _ in range(data.draw(st.integers(0, 4), label=f"{table} op count")):
-            kinds = ["insert"] + (["update", "update", "delete", "delete"] if state else [])
-            kind = data.draw(st.sampled_from(kinds), label="op")
-            if kind == "insert":
-                self.next_id += 1
-                key = self.next_id
-            else:
-                key = data.draw(st.sampled_from(sorted(state)), label="key")
-            if kind == "delete":
-                del state[key]
-                ops.append(Op("delete", {"id": key}))
-                continue
-            values = {col: data.draw(s, label=f"{table}.{col}") for col, s in VALUES[table].items()}
-            state[key] = {"id": key, **values}
-            ops.append(Op(kind, state[key]))
-        return ops
-
-
 @pytest.fixture(scope="module")
-def history(project_factory) -> tuple[IvmProject, History]:
+def history(project_factory) -> tuple[IvmProject, RandomHistory]:
     project = project_factory("aggregates")
     project.write("models/sources.yml", sources_yaml(project.raw, SOURCES, source="src"))
     for name, sql in MODELS.items():
         project.write(f"models/{name}.sql", CONFIG + sql)
-    history = History(project)
+    history = RandomHistory(project, TABLES, seed=20261122)
     project.run()
     assert_consistent(project, "after the first build")
     return project, history
@@ -177,12 +129,10 @@ def assert_consistent(project: IvmProject, when: str) -> None:
     phases=[Phase.explicit, Phase.generate],
 )
 @given(data=st.data())
-def test_aggregate_models_match_definition(history: tuple[IvmProject, History], data: st.DataObject) -> None:
-    project, state = history
-    committed = []
-    for name, table in state.tables.items():
-        ops = state.draw_ops(data, name)
-        table.apply(ops)
-        committed.append(f"{name}: {[(op.kind, op.row['id']) for op in ops]}")
+def test_aggregate_models_match_definition(
+    history: tuple[IvmProject, RandomHistory], data: st.DataObject
+) -> None:
+    project, upstreams = history
+    committed = upstreams.commit_batch(data)
     project.run()
-    assert_consistent(project, "after the batch " + "; ".join(committed))
+    assert_consistent(project, f"after the batch {committed}")

@@ -57,19 +57,20 @@ group by {{ dbt_ivm.ivm_quote_all(keys) | join(', ') }}
 {% endmacro %}
 
 {#- The merged rows of the affected groups: stored state + delta, in the table's column
-    order; groups whose row count reaches 0 disappear (not for a query without GROUP BY,
-    which always has its one row). Needs every state mergeable for this change: additive
-    states always, min/max only when the change inserts only. -#}
-{% macro ivm_aggregate_merge_sql(spec, target, target_columns, delta_view, keys) %}
-  {{ return(adapter.dispatch('ivm_aggregate_merge_sql', 'dbt_ivm')(spec, target, target_columns, delta_view, keys)) }}
+    order, plus __ivm_existed (the group had a row before). Every affected group is listed,
+    also those whose row count reaches 0: the apply deletes them all and re-inserts those
+    with rows (a query without GROUP BY keeps its one row). Needs every state mergeable for
+    this change: additive states always, min/max only when the change inserts only. -#}
+{% macro ivm_aggregate_merge_sql(spec, target, target_columns, delta_sql, keys) %}
+  {{ return(adapter.dispatch('ivm_aggregate_merge_sql', 'dbt_ivm')(spec, target, target_columns, delta_sql, keys)) }}
 {% endmacro %}
 
-{% macro default__ivm_aggregate_merge_sql(spec, target, target_columns, delta_view, keys) %}
+{% macro default__ivm_aggregate_merge_sql(spec, target, target_columns, delta_sql, keys) %}
   {%- set types = {} -%}
   {%- for c in target_columns -%}{%- do types.update({c.name | lower: c.data_type}) -%}{%- endfor -%}
   {%- set visible = [] -%}
   {%- for c in target_columns if not c.name.startswith('__ivm_') -%}{%- do visible.append(c.name) -%}{%- endfor -%}
-  {%- set inner = [] -%}
+  {%- set inner = ['__ivm_t.__ivm_count is not null as __ivm_existed'] -%}
   {%- for i in range(visible | length) if visible[i] not in keys and not spec['items'][i].calls -%}
     {%- do inner.append('__ivm_d.' ~ dbt_ivm.ivm_quote(visible[i])) -%}
   {%- endfor -%}
@@ -99,16 +100,16 @@ group by {{ dbt_ivm.ivm_quote_all(keys) | join(', ') }}
       {%- do outer.append('__ivm_m.' ~ dbt_ivm.ivm_quote(c.name)) -%}
     {%- endif -%}
   {%- endfor -%}
+  {%- do outer.append('__ivm_m.__ivm_existed') -%}
   {%- set sql -%}
 select {{ outer | join(', ') }}
 from (
   select {{ inner | join(', ') }}
-  from {{ delta_view }} __ivm_d
+  from (
+{{ delta_sql }}
+  ) __ivm_d
   left join {{ target }} __ivm_t on {{ on | join(' and ') if on else 'true' }}
 ) __ivm_m
-{%- if keys %}
-where __ivm_m.__ivm_count > 0
-{%- endif -%}
   {%- endset -%}
   {{ return(sql) }}
 {% endmacro %}

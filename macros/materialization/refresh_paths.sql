@@ -155,7 +155,10 @@
   {%- elif settings.partition_by -%}
     {%- set rows_deleted = dbt_ivm.ivm_rewrite_partitions(target, target_columns, stage.insert_view, stage.predicates, settings.partition_by) -%}
   {%- else -%}
-    {%- set rows_deleted = run_query('select count(*) from ' ~ target ~ ' __ivm_v ' ~ stage.predicates.joins | join(' ') ~ ' where ' ~ stage.predicates.flag).rows[0][0] -%}
+    {%- set rows_deleted = stage.get('rows_deleted') -%}
+    {%- if rows_deleted is none -%}
+      {%- set rows_deleted = run_query('select count(*) from ' ~ target ~ ' __ivm_v ' ~ stage.predicates.joins | join(' ') ~ ' where ' ~ stage.predicates.flag).rows[0][0] -%}
+    {%- endif -%}
     {%- do dbt_ivm.ivm_apply_rewrite(target, columns, stage.insert_view, stage.predicates) -%}
   {%- endif -%}
   {%- do dbt_ivm.ivm_drop_temp_views(temp_views) -%}
@@ -208,19 +211,20 @@
   {%- set insert_view = prefix ~ '_ins' -%}
   {%- set multi = plan | length > 1 -%}
   {%- if refresh == 'merge' -%}
-    {%- set delta_view = prefix ~ '_delta' -%}
-    {%- do temp_views.append(delta_view) -%}
-    {%- do dbt_ivm.ivm_cache_view(delta_view, dbt_ivm.ivm_aggregate_delta_sql(spec, names, keys, new_terms, old_terms)) -%}
-    {%- do temp_views.append(insert_view) -%}
-    {%- do dbt_ivm.ivm_cache_view(insert_view, dbt_ivm.ivm_aggregate_merge_sql(spec, target, target_columns, delta_view, keys)) -%}
-    {%- set counts = run_query('select (select count(*) from ' ~ delta_view ~ '), (select count(*) from ' ~ insert_view ~ ')').rows[0] -%}
+    {%- set merged_view = prefix ~ '_merged' -%}
+    {%- do temp_views.append(merged_view) -%}
+    {%- set delta_sql = dbt_ivm.ivm_aggregate_delta_sql(spec, names, keys, new_terms, old_terms) -%}
+    {%- do dbt_ivm.ivm_cache_view(merged_view, dbt_ivm.ivm_aggregate_merge_sql(spec, target, target_columns, delta_sql, keys)) -%}
+    {%- set kept = '__ivm_count > 0' if keys else 'true' -%}
+    {%- set counts = run_query('select count(*), count_if(' ~ kept ~ '), count_if(__ivm_existed) from ' ~ merged_view).rows[0] -%}
+    {%- set insert_view = '(select * from ' ~ merged_view ~ ' where ' ~ kept ~ ')' -%}
     {%- if spec.kind == 'distinct' -%}
       {%- set what = 'row multiplicities' -%}
     {%- else -%}
       {%- set what = 'signed count/sum deltas' if has_deletes else ('counts/sums and least/greatest' if spec.states | selectattr('merge', 'ne', 'add') | list else 'counts/sums') -%}
     {%- endif -%}
     {%- set reason = ('deletes or updates' if has_deletes else 'insert-only') ~ ': merged ' ~ what ~ ' into ' ~ counts[0] ~ ' group(s)' -%}
-    {%- set predicates = dbt_ivm.ivm_group_delete_predicates(delta_view, keys, '__ivm_v') -%}
+    {%- set predicates = dbt_ivm.ivm_group_delete_predicates(merged_view, keys, '__ivm_v') -%}
   {%- else -%}
     {%- set affected_view = prefix ~ '_groups' -%}
     {%- do temp_views.append(affected_view) -%}
@@ -229,21 +233,23 @@
     {%- for p in plan -%}{%- do relations.update({p.index: dbt_ivm.ivm_snapshot_sql(p.up, p.columns, p.to)}) -%}{%- endfor -%}
     {%- do temp_views.append(insert_view) -%}
     {%- do dbt_ivm.ivm_cache_view(insert_view, dbt_ivm.ivm_aggregate_recompute_sql(dbt_ivm.ivm_fill_relations(spec.full, relations), affected_view, keys)) -%}
-    {%- set counts = run_query('select (select count(*) from ' ~ affected_view ~ '), (select count(*) from ' ~ insert_view ~ ')').rows[0] -%}
+    {%- set predicates = dbt_ivm.ivm_group_delete_predicates(affected_view, keys, '__ivm_v') -%}
+    {%- set counts = run_query('select (select count(*) from ' ~ affected_view ~ '), (select count(*) from ' ~ insert_view ~ '), (select count(*) from ' ~ target ~ ' __ivm_v ' ~ predicates.joins | join(' ') ~ ' where ' ~ predicates.flag ~ ')').rows[0] -%}
     {%- set why = 'min/max after deletes or updates' if spec.refresh.inserts == 'merge' else 'HAVING or an aggregate without a mergeable state' -%}
     {%- set reason = why ~ ': recomputed ' ~ counts[0] ~ ' affected group(s) from the definition' -%}
-    {%- set predicates = dbt_ivm.ivm_group_delete_predicates(affected_view, keys, '__ivm_v') -%}
     {%- set multi = true -%}
   {%- endif -%}
-  {{ return({'insert_view': insert_view, 'rows_inserted': counts[1], 'rewrite': true, 'predicates': predicates,
-             'reason': reason, 'reads_upstreams': multi}) }}
+  {{ return({'insert_view': insert_view, 'rows_inserted': counts[1], 'rows_deleted': counts[2], 'rewrite': true,
+             'predicates': predicates, 'reason': reason, 'reads_upstreams': multi}) }}
 {% endmacro %}
 
 {#- Cache a query as a temporary view; a view of the same name left by a refresh that
-    failed earlier in this Spark session is dropped first. -#}
+    failed earlier in this Spark session is dropped first. Lazy: the first query that
+    reads the view (each refresh counts its rows next) computes and caches it in the same
+    Spark job, instead of one job to cache and another to count. -#}
 {% macro ivm_cache_view(name, sql) %}
   {%- do run_query('drop view if exists ' ~ name) -%}
-  {%- do run_query('cache table ' ~ name ~ ' as ' ~ sql) -%}
+  {%- do run_query('cache lazy table ' ~ name ~ ' as ' ~ sql) -%}
 {% endmacro %}
 
 {#- Partitioned table: overwrite only the partitions that lose or gain rows, then drop the
