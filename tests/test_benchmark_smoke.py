@@ -1,0 +1,76 @@
+"""The benchmark end to end at a tiny scale (TPC-H SF 0.01, one mixed batch of 1%, one
+repetition) on the session's Spark: every output is written and every correctness check
+passes. No timing assertions: the numbers only have to exist.
+
+One date-localised batch covers the most per second: w3p (partitioned) is measured on it,
+and w3 (unpartitioned) applies it in the catch-up refresh, checked too.
+
+duckdb and duckdb-extension-tpch come with the `bench` extra; without them this test
+fails with the install command, it never skips."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from pyspark.sql import SparkSession
+
+from dbt_ivm.benchmark import BenchConfig, run_benchmark
+from dbt_ivm.benchmark.project import BenchProject
+from dbt_ivm.benchmark.report import JSON_FILE, MARKDOWN_FILE, PLOT_FILE
+
+# the join-only workloads; add "w1", "w2" here once aggregate refreshes are on main
+SMOKE_WORKLOADS = ("w3", "w3p")
+
+
+def test_benchmark_end_to_end_every_check_passes(spark: SparkSession, tmp_path: Path) -> None:
+    config = BenchConfig(
+        sf=0.01,
+        workloads=SMOKE_WORKLOADS,
+        fractions=(0.01,),
+        kinds=("mixed",),
+        localities=("recent",),
+        reps=1,
+        out=tmp_path / "results",
+        work_dir=tmp_path / "work",
+        schema="t_bench",
+        command="tests/test_benchmark_smoke.py",
+    )
+    result = run_benchmark(config, spark=spark)
+
+    for name in (JSON_FILE, MARKDOWN_FILE, PLOT_FILE):
+        assert (config.out / name).stat().st_size > 0, name
+    saved = json.loads((config.out / JSON_FILE).read_text())
+    assert saved["finished"] and len(saved["samples"]) == 1
+    assert "## W3 join-only, partitioned" in (config.out / MARKDOWN_FILE).read_text()
+
+    assert result.errors() == []
+    assert set(result.checks()) == {"pass"}
+    assert [(s.workload, s.locality, s.kind) for s in result.samples] == [("w3p", "recent", "mixed")]
+    for sample in result.samples:
+        assert sample.path == "incremental", sample
+        assert sample.batch_rows["lineitem"] > 0 and sample.batch_rows["orders"] > 0
+        assert sample.rows_deleted and sample.rows_inserted
+        assert sample.refresh_s is not None and sample.rebuild_s is not None
+    assert result.fixed_cost.noop_paths == {"w3": ["no-op"], "w3p": ["no-op"]}
+    assert result.fixed_cost.view_s
+    # w3 is not measured on date-localised batches: it applies them at the end, correctly
+    assert [(c.workload, c.batches, c.check) for c in result.catch_up] == [("w3", 1, "pass")]
+
+
+def test_differences_counts_rows_on_each_side_as_multisets(spark: SparkSession, tmp_path: Path) -> None:
+    project = BenchProject(tmp_path, "t_bench_diff", "t_bench_diff_raw", spark)
+    spark.sql("drop database if exists t_bench_diff cascade")
+    spark.sql("create database t_bench_diff")
+    spark.sql(
+        "create table t_bench_diff.m using parquet as "
+        "select * from values (1, 'x', 'a'), (1, 'x', 'b'), (2, null, 'c'), (3, null, 'd') "
+        "as v(k, s, __ivm_id)"
+    )
+    spark.sql(
+        "create view t_bench_diff.__ivm_def__m as "
+        "select * from values (1, 'x'), (2, null), (2, null), (3, null) as v(k, s)"
+    )
+    # one (1, 'x') only in the table, one (2, null) only in the definition; __ivm_ columns ignored
+    assert project.differences("m") == (1, 1)
+    spark.sql("drop database t_bench_diff cascade")
