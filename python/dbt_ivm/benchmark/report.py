@@ -56,13 +56,14 @@ def markdown(result: BenchResult) -> str:
         f"* dbt_ivm at {env.get('git')}; run took {_s((result.duration_s or 0) / 60, 1)} min",
         "",
         "Times are wall-clock seconds of `dbt run --select <model>` in the warm process (dbt's own",
-        f"start-up included), medians of {config['reps']} repetitions, each on a fresh batch.",
+        f"start-up included), median of {config['reps']} repetition(s), each on a fresh batch.",
         "*refresh* runs the `ivm` model, *rebuild* the same SQL as `materialized='table'`;",
         "*speed-up* = rebuild / refresh. *in model* is the refresh's own duration from the refresh",
         "log, split into change read / delta / apply / bookkeeping when the log records it.",
         "*changed rows* are the change-log rows a batch wrote (lineitem / orders / customer;",
         "an update writes two), *-/+ rows* what the refresh deleted and inserted in the table.",
-        "*check*: the table equals its definition (EXCEPT ALL both ways) after every refresh.",
+        "*check*: after every refresh the table equals its definition view as multisets (the",
+        "row counts of EXCEPT ALL both ways are 0).",
         "",
     ]
     lines += _builds(result) + _fixed(result)
