@@ -136,3 +136,27 @@ def test_interrupted_aggregate_refresh_is_rebuilt(shop: tuple[IvmProject, Change
         "the last refresh was interrupted: rebuilding, as aggregate states cannot be re-applied by key"
     )
     assert not project.differences("sales")
+
+
+def test_change_above_the_rebuild_threshold_rebuilds(shop: tuple[IvmProject, ChangeLoggedTable]) -> None:
+    project, orders = shop
+    project.write(
+        "models/sales_threshold.sql",
+        MODELS["sales"].replace("materialized='ivm'", "materialized='ivm', ivm_rebuild_above=0.5"),
+    )
+    project.run("--select", "sales_threshold")
+    rows = project.spark.sql(f"select count(*) from {project.raw}.orders").first()[0]
+    # twice as many new rows as there were: 2/3 of the upstream's rows changed
+    orders.apply([Op("insert", {"id": 100 + i, "grp": "c", "v": Decimal(i)}) for i in range(2 * rows)])
+    project.run("--select", "sales_threshold")
+    refresh = project.last_refresh("sales_threshold")
+    assert refresh["path"] == "full"
+    assert refresh["reason"] == (
+        f"{2 * rows} changed rows = 66.7% of the {3 * rows} rows of the changed upstreams, "
+        "above ivm_rebuild_above=0.5: rebuilding is cheaper"
+    )
+    assert not project.differences("sales_threshold")
+    orders.apply([Op("delete", {"id": 100})])
+    project.run("--select", "sales_threshold")
+    assert project.last_refresh("sales_threshold")["path"] == "incremental"
+    assert not project.differences("sales_threshold")

@@ -17,7 +17,7 @@ from tests.manifests import ManifestBuilder, shop_manifest
 
 LEGACY_FIX = (
     "declare how changes of shop.legacy are read, e.g. sources: [{name: shop, tables: [{name: legacy, "
-    "meta: {ivm: {unique_key: [id], change_log: legacy_changes}}}]  or, for an append-only table, "
+    "meta: {ivm: {unique_key: [id], change_log: legacy_changes}}}]}]  or, for an append-only table, "
     "{ivm: {watermark: loaded_at}}"
 )
 
@@ -183,7 +183,7 @@ def test_upstream_declaration_problems_carry_the_yaml_to_add() -> None:
             "IVM030",
             "a change log is netted per row key: add `unique_key: [<key column>, ...]` next to change_log in "
             "sources: [{name: shop, tables: [{name: events, meta: {ivm: {change_log: raw.events_log, "
-            "unique_key: [id]}}}]",
+            "unique_key: [id]}}}]}]",
         ),
     )
 

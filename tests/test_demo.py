@@ -23,6 +23,6 @@ def test_demo_builds_refreshes_and_tests(spark, tmp_path: Path, capsys: pytest.C
     assert demo.main(["--project-dir", str(project)]) == 0
     out = capsys.readouterr().out
     log = out[out.index("==> Refresh log") :]
-    for model in ("order_facts", "line_facts", "customer_page_views"):
+    for model in ("order_facts", "line_facts", "customer_page_views", "revenue_by_region", "sku_sales"):
         lines = [line.split() for line in log.splitlines() if line.startswith(model)]
         assert [line[1] for line in lines] == ["full", "no-op", "incremental"], lines

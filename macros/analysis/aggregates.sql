@@ -49,9 +49,11 @@
   {%- set info = {'kind': none, 'calls': [], 'group_exprs': [], 'having': false, 'refresh': none} -%}
   {%- set main = parsed.blocks[0] if parsed.blocks else none -%}
   {%- set by_block = {} -%}
+  {%- set main_calls = [] -%}
   {%- for call in parsed.get('aggregates', []) -%}
     {%- set b = dbt_ivm.ivm_block_at(parsed, call.pos) -%}
     {%- if b is not none and b.id not in by_block -%}{%- do by_block.update({b.id: call}) -%}{%- endif -%}
+    {%- if b is not none and b.id == 0 -%}{%- do main_calls.append(call) -%}{%- endif -%}
   {%- endfor -%}
   {%- for b in parsed.blocks if b.id != 0 and b.ok -%}
     {%- if b.get('group_range') -%}
@@ -92,7 +94,7 @@
       {%- do dbt_ivm.ivm_add_issue(parsed, 'IVM042', tk, item.s, 'select item mixing aggregates and columns') -%}
     {%- endif -%}
   {%- endfor -%}
-  {%- set all_calls = parsed.aggregates | selectattr('pos', '>=', main.select_s) | selectattr('pos', '<', main.e) | list -%}
+  {%- set all_calls = main_calls -%}
   {%- set recompute = all_calls | selectattr('kind', 'equalto', 'recompute') | list -%}
   {%- if not grouped -%}
     {%- set firsts = [] -%}

@@ -28,13 +28,14 @@
     {%- set key = [key] if key is string else (key or []) -%}
     {%- set problems = [] -%}
     {%- set yaml_where = ("sources: [{name: " ~ node.source_name ~ ", tables: [{name: " ~ node.name ~ ", meta: {ivm: {") if is_source else ("models: [{name: " ~ node.name ~ ", config: {meta: {ivm: {") -%}
+    {%- set yaml_end = '}}}]}]' if is_source else '}}}}]' -%}
     {%- if meta.get('change_log') -%}
       {%- set kind = 'change_log' -%}
       {%- set log_text = meta.change_log -%}
       {%- set log_parts = log_text.split('.') -%}
       {%- set change_log = api.Relation.create(database=node.database, schema=(log_parts[-2] if log_parts | length > 1 else node.schema), identifier=log_parts[-1]) -%}
       {%- if not key -%}
-        {%- do problems.append({'code': 'IVM030', 'fix': 'a change log is netted per row key: add `unique_key: [<key column>, ...]` next to change_log in ' ~ yaml_where ~ "change_log: " ~ log_text ~ ", unique_key: [id]}}}]"}) -%}
+        {%- do problems.append({'code': 'IVM030', 'fix': 'a change log is netted per row key: add `unique_key: [<key column>, ...]` next to change_log in ' ~ yaml_where ~ "change_log: " ~ log_text ~ ", unique_key: [id]" ~ yaml_end}) -%}
       {%- endif -%}
     {%- elif meta.get('watermark') -%}
       {%- set kind = 'append_only' -%}
@@ -42,7 +43,7 @@
     {%- else -%}
       {%- set kind = none -%}
       {%- set change_log = none -%}
-      {%- do problems.append({'code': 'IVM031', 'fix': 'declare how changes of ' ~ display ~ ' are read, e.g. ' ~ yaml_where ~ "unique_key: [id], change_log: " ~ identifier ~ "_changes}}}]  or, for an append-only table, {ivm: {watermark: loaded_at}}"}) -%}
+      {%- do problems.append({'code': 'IVM031', 'fix': 'declare how changes of ' ~ display ~ ' are read, e.g. ' ~ yaml_where ~ "unique_key: [id], change_log: " ~ identifier ~ "_changes" ~ yaml_end ~ "  or, for an append-only table, {ivm: {watermark: loaded_at}}"}) -%}
     {%- endif -%}
     {%- set base_name = modules.re.sub('[^a-z0-9_]', '_', node.name.lower()) -%}
     {%- set short = base_name if base_name not in used_names else base_name ~ '_' ~ loop.index0 -%}

@@ -61,15 +61,14 @@ group by {{ dbt_ivm.ivm_quote_all(keys) | join(', ') }}
     also those whose row count reaches 0: the apply deletes them all and re-inserts those
     with rows (a query without GROUP BY keeps its one row). Needs every state mergeable for
     this change: additive states always, min/max only when the change inserts only. -#}
-{% macro ivm_aggregate_merge_sql(spec, target, target_columns, delta_sql, keys) %}
-  {{ return(adapter.dispatch('ivm_aggregate_merge_sql', 'dbt_ivm')(spec, target, target_columns, delta_sql, keys)) }}
+{% macro ivm_aggregate_merge_sql(spec, target, target_columns, delta_sql, keys, visible) %}
+  {{ return(adapter.dispatch('ivm_aggregate_merge_sql', 'dbt_ivm')(spec, target, target_columns, delta_sql, keys, visible)) }}
 {% endmacro %}
 
-{% macro default__ivm_aggregate_merge_sql(spec, target, target_columns, delta_sql, keys) %}
+{#- visible: the model's output names in the order of its select list. -#}
+{% macro default__ivm_aggregate_merge_sql(spec, target, target_columns, delta_sql, keys, visible) %}
   {%- set types = {} -%}
   {%- for c in target_columns -%}{%- do types.update({c.name | lower: c.data_type}) -%}{%- endfor -%}
-  {%- set visible = [] -%}
-  {%- for c in target_columns if not c.name.startswith('__ivm_') -%}{%- do visible.append(c.name) -%}{%- endfor -%}
   {%- set inner = ['__ivm_t.__ivm_count is not null as __ivm_existed'] -%}
   {%- for i in range(visible | length) if visible[i] not in keys and not spec['items'][i].calls -%}
     {%- do inner.append('__ivm_d.' ~ dbt_ivm.ivm_quote(visible[i])) -%}

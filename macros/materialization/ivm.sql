@@ -60,6 +60,9 @@
   {%- if not full_reason and spec is not none and state.repair -%}
     {%- set full_reason = state.repair ~ ': rebuilding, as aggregate states cannot be re-applied by key' -%}
   {%- endif -%}
+  {%- if not full_reason -%}
+    {%- set full_reason = dbt_ivm.ivm_refresh_incremental(model, target_relation, template, spec, plan, state, settings, entry) -%}
+  {%- endif -%}
   {%- if full_reason -%}
     {%- set relations = {} -%}
     {%- for p in plan -%}
@@ -67,8 +70,6 @@
     {%- endfor -%}
     {%- do entry.update({'path': 'full', 'reason': full_reason}) -%}
     {%- do dbt_ivm.ivm_build_full(target_relation, existing, dbt_ivm.ivm_fill_relations(template, relations), sql, settings, entry) -%}
-  {%- else -%}
-    {%- do dbt_ivm.ivm_refresh_incremental(model, target_relation, template, spec, plan, state, settings, entry) -%}
   {%- endif -%}
 
   {{ run_hooks(post_hooks) }}

@@ -12,7 +12,12 @@
   {%- endif -%}
   {%- set partition_by = config.get('partition_by') -%}
   {%- set partition_by = [partition_by] if partition_by is string else (partition_by or []) -%}
-  {{ return({'on_unsupported': on_unsupported, 'partition_by': partition_by | map('lower') | list}) }}
+  {%- set rebuild_above = config.get('ivm_rebuild_above', 0.2) -%}
+  {%- if rebuild_above is not none and rebuild_above is not false and (rebuild_above is not number or rebuild_above <= 0) -%}
+    {{ exceptions.raise_compiler_error("Model '" ~ model.name ~ "': ivm_rebuild_above must be a positive number (changed rows as a fraction of the changed upstreams' rows, e.g. 0.2) or false to never rebuild for size, got '" ~ rebuild_above ~ "'.") }}
+  {%- endif -%}
+  {{ return({'on_unsupported': on_unsupported, 'partition_by': partition_by | map('lower') | list,
+             'rebuild_above': rebuild_above or none}) }}
 {% endmacro %}
 
 {#- Columns of an upstream, after checking that it and its change log exist. -#}
@@ -81,7 +86,8 @@
 {% endmacro %}
 
 {#- Apply the changes since the stored versions. spec: none for a join-only view, else
-    the aggregate spec (ivm_aggregate_spec). -#}
+    the aggregate spec (ivm_aggregate_spec). Returns none, or the reason to rebuild the
+    table in full instead (the change is larger than ivm_rebuild_above of the upstreams). -#}
 {% macro ivm_refresh_incremental(model, target, template, spec, plan, state, settings, entry) %}
   {%- set versions_from = state.last_success.versions -%}
   {%- set prefix = '__ivm_' ~ modules.re.sub('[^A-Za-z0-9_]', '_', target.identifier) -%}
@@ -93,19 +99,21 @@
     {%- set after = versions_from.get(p.up.name) -%}
     {%- do p.update({'from': after, 'to': entry.versions_to[p.up.name], 'change_view': none, 'old': 0, 'has_new': false}) -%}
     {%- do p.update({'changed': p['from'] != p.to}) -%}
+    {#- upstream rows, for the rebuild threshold (parquet answers count(*) from file footers) -#}
+    {%- set base = '(select count(*) from ' ~ p.up.relation ~ ')' if settings.rebuild_above else '0L' -%}
     {%- if p.changed and p.up.kind == 'change_log' -%}
       {%- set view = prefix ~ '_chg_' ~ p.up.short -%}
       {%- do temp_views.append(view) -%}
       {%- do p.update({'change_view': view}) -%}
       {%- do dbt_ivm.ivm_cache_view(view, dbt_ivm.ivm_netted_changes_sql(p.up, p.columns, after, p.to, spec is not none)) -%}
-      {%- do counters.append('(select named_struct(\'rows\', count(*), \'old\', count_if(__ivm_old), \'new\', count_if(__ivm_new)) from ' ~ view ~ ')') -%}
+      {%- do counters.append('(select named_struct(\'rows\', count(*), \'old\', count_if(__ivm_old), \'new\', count_if(__ivm_new), \'base\', ' ~ base ~ ') from ' ~ view ~ ')') -%}
     {%- elif p.changed -%}
-      {%- do counters.append('(select named_struct(\'rows\', count(*), \'old\', 0L, \'new\', count(*)) from ' ~ p.up.relation ~ ' where ' ~ dbt_ivm.ivm_watermark_window(p) ~ ')') -%}
+      {%- do counters.append('(select named_struct(\'rows\', count(*), \'old\', 0L, \'new\', count(*), \'base\', ' ~ base ~ ') from ' ~ p.up.relation ~ ' where ' ~ dbt_ivm.ivm_watermark_window(p) ~ ')') -%}
     {%- endif -%}
   {%- endfor -%}
   {%- set changed = plan | selectattr('changed') | list -%}
   {%- set change_rows = {} -%}
-  {%- set nv = namespace(rows=0, old=0) -%}
+  {%- set nv = namespace(rows=0, old=0, base=0) -%}
   {%- if counters -%}
     {%- set counts = run_query('select to_json(array(' ~ counters | join(', ') ~ '))').rows[0][0] -%}
     {%- for c in fromjson(counts) -%}
@@ -114,10 +122,17 @@
       {%- do change_rows.update({p.up.name: c.rows}) -%}
       {%- set nv.rows = nv.rows + c.rows -%}
       {%- set nv.old = nv.old + c.old -%}
+      {%- set nv.base = nv.base + c.base -%}
     {%- endfor -%}
   {%- endif -%}
   {%- do entry.update({'versions_from': versions_from, 'change_rows': change_rows}) -%}
   {%- do dbt_ivm.ivm_lap(phases, 'changes', clock) -%}
+
+  {%- if settings.rebuild_above and nv.rows > 0 and nv.rows > settings.rebuild_above * nv.base -%}
+    {%- do dbt_ivm.ivm_drop_temp_views(temp_views) -%}
+    {%- set share = (100.0 * nv.rows / [nv.base, 1] | max) | round(1) -%}
+    {{ return(nv.rows ~ ' changed rows = ' ~ share ~ '% of the ' ~ nv.base ~ ' rows of the changed upstreams, above ivm_rebuild_above=' ~ settings.rebuild_above ~ ': rebuilding is cheaper') }}
+  {%- endif -%}
 
   {%- if nv.rows == 0 and not state.repair -%}
     {%- call statement('main') -%}select 'no changes' as dbt_ivm_refresh{%- endcall -%}
@@ -135,7 +150,7 @@
   {%- if spec is none -%}
     {%- set stage = dbt_ivm.ivm_stage_join_changes(target, template, plan, state, prefix, temp_views, nv.old > 0 or state.repair) -%}
   {%- else -%}
-    {%- set stage = dbt_ivm.ivm_stage_aggregate_changes(spec, target, target_columns, plan, prefix, temp_views, nv.old > 0) -%}
+    {%- set stage = dbt_ivm.ivm_stage_aggregate_changes(spec, target, target_columns, plan, prefix, temp_views, nv.old > 0, settings.partition_by | length > 0) -%}
   {%- endif -%}
   {%- set steps = [] -%}
   {%- for p in changed if change_rows[p.up.name] > 0 or state.repair -%}
@@ -170,6 +185,7 @@
                        'duration_s': dbt_ivm.ivm_seconds_since(entry.started_at)}) -%}
   {%- do dbt_ivm.ivm_log_refresh(model, target, entry) -%}
   {{ log('dbt_ivm: ' ~ model.name ~ ': incremental (' ~ reason ~ '), -' ~ rows_deleted ~ ' +' ~ stage.rows_inserted ~ ' rows in ' ~ entry.duration_s ~ ' s', info=true) }}
+  {{ return(none) }}
 {% endmacro %}
 
 {#- Add the seconds since clock.t to phases[name] and restart the clock. -#}
@@ -200,9 +216,12 @@
 {#- Aggregate or DISTINCT view: merge signed per-group deltas into the stored states, or
     recompute the affected groups from the definition where a state cannot absorb the
     change (min/max after deletes or updates, HAVING, other aggregates). -#}
-{% macro ivm_stage_aggregate_changes(spec, target, target_columns, plan, prefix, temp_views, has_deletes) %}
+{% macro ivm_stage_aggregate_changes(spec, target, target_columns, plan, prefix, temp_views, has_deletes, partitioned) %}
+  {#- the select list's output names in query order: a partitioned table keeps its
+      partition columns last, its definition view keeps the query's order -#}
+  {%- set named = adapter.get_columns_in_relation(dbt_ivm.ivm_definition_view(target)) if partitioned else target_columns -%}
   {%- set visible = [] -%}
-  {%- for c in target_columns if not c.name.startswith('__ivm_') -%}{%- do visible.append(c.name) -%}{%- endfor -%}
+  {%- for c in named if not c.name.startswith('__ivm_') -%}{%- do visible.append(c.name) -%}{%- endfor -%}
   {%- set keys = dbt_ivm.ivm_aggregate_keys(spec, visible) -%}
   {%- set names = dbt_ivm.ivm_aggregate_delta_names(spec, visible) -%}
   {%- set new_terms = dbt_ivm.ivm_delta_terms(spec.delta, plan, 'new') -%}
@@ -214,7 +233,7 @@
     {%- set merged_view = prefix ~ '_merged' -%}
     {%- do temp_views.append(merged_view) -%}
     {%- set delta_sql = dbt_ivm.ivm_aggregate_delta_sql(spec, names, keys, new_terms, old_terms) -%}
-    {%- do dbt_ivm.ivm_cache_view(merged_view, dbt_ivm.ivm_aggregate_merge_sql(spec, target, target_columns, delta_sql, keys)) -%}
+    {%- do dbt_ivm.ivm_cache_view(merged_view, dbt_ivm.ivm_aggregate_merge_sql(spec, target, target_columns, delta_sql, keys, visible)) -%}
     {%- set kept = '__ivm_count > 0' if keys else 'true' -%}
     {%- set counts = run_query('select count(*), count_if(' ~ kept ~ '), count_if(__ivm_existed) from ' ~ merged_view).rows[0] -%}
     {%- set insert_view = '(select * from ' ~ merged_view ~ ' where ' ~ kept ~ ')' -%}

@@ -128,8 +128,10 @@ def _declaration(node: Mapping[str, Any]) -> UpstreamDeclaration:
         yaml_where = (
             f"sources: [{{name: {node['source_name']}, tables: [{{name: {node['name']}, meta: {{ivm: {{"
         )
+        yaml_end = "}}}]}]"
     else:
         yaml_where = f"models: [{{name: {node['name']}, config: {{meta: {{ivm: {{"
+        yaml_end = "}}}}]"
     problems: list[tuple[str, str]] = []
     kind: UpstreamKind | None
     if meta.get("change_log"):
@@ -139,7 +141,7 @@ def _declaration(node: Mapping[str, Any]) -> UpstreamDeclaration:
                 (
                     "IVM030",
                     "a change log is netted per row key: add `unique_key: [<key column>, ...]` next to "
-                    f"change_log in {yaml_where}change_log: {meta['change_log']}, unique_key: [id]}}}}}}]",
+                    f"change_log in {yaml_where}change_log: {meta['change_log']}, unique_key: [id]{yaml_end}",
                 )
             )
     elif meta.get("watermark"):
@@ -150,7 +152,7 @@ def _declaration(node: Mapping[str, Any]) -> UpstreamDeclaration:
             (
                 "IVM031",
                 f"declare how changes of {display} are read, e.g. {yaml_where}unique_key: [id], "
-                f"change_log: {identifier}_changes}}}}}}]  or, for an append-only table, "
+                f"change_log: {identifier}_changes{yaml_end}  or, for an append-only table, "
                 "{ivm: {watermark: loaded_at}}",
             )
         )
