@@ -128,6 +128,23 @@ class IvmProject:
         rows = [r for r in self.refresh_log(model) if r["status"] == "success"]
         return rows[-1]
 
+    def relog(self, refresh_id: str, status: str) -> None:
+        """Append a copy of a refresh's 'success' log row with another status: the state a
+        crash leaves behind, for the repair tests."""
+        log = f"{self.schema}.__ivm_refresh_log"
+        columns = [c for c in self.spark.table(log).columns if c not in ("status", "logged_at")]
+        copied = ", ".join(f"'{status}' as status" if c == "status" else c for c in ["status", *columns])
+        self.spark.sql(
+            f"insert into {log} ({', '.join(['status', *columns, 'logged_at'])}) "
+            f"select {copied}, current_timestamp() from {log} "
+            f"where refresh_id = '{refresh_id}' and status = 'success'"
+        )
+
+    def assert_consistent(self, models: Sequence[str], when: str) -> None:
+        for model in models:
+            diff = self.differences(model)
+            assert not diff, f"{model} differs from its definition {when}: {diff}"
+
     def differences(self, model: str) -> list[dict[str, Any]]:
         """Rows on one side only of table vs. definition (multiset), bookkeeping excluded."""
         table = f"{self.schema}.{model}"
@@ -203,3 +220,27 @@ class RandomHistory:
             table.apply(ops)
             committed.append(f"{name}: {[(op.kind, op.row['id']) for op in ops]}")
         return "; ".join(committed)
+
+
+def differential_history(
+    project: IvmProject, models: dict[str, str], tables: dict[str, TableSpec], seed: int
+) -> RandomHistory:
+    """Write the models over change-logged random upstreams (source `src`), build them and
+    check the first build: the start of a differential test's shared history."""
+    sources = {name: f"unique_key: [id], change_log: {name}_changes" for name in tables}
+    project.write("models/sources.yml", sources_yaml(project.raw, sources, source="src"))
+    for name, sql in models.items():
+        project.write(f"models/{name}.sql", sql)
+    history = RandomHistory(project, tables, seed)
+    project.run()
+    project.assert_consistent(list(models), "after the first build")
+    return history
+
+
+def refresh_after_random_batch(
+    project: IvmProject, history: RandomHistory, models: Sequence[str], data: Any
+) -> None:
+    """One generated example of a differential test: commit a random batch, refresh, compare."""
+    committed = history.commit_batch(data)
+    project.run()
+    project.assert_consistent(models, f"after the batch {committed}")

@@ -17,7 +17,13 @@ import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
-from tests.support import IvmProject, RandomHistory, TableSpec, sources_yaml
+from tests.support import (
+    IvmProject,
+    RandomHistory,
+    TableSpec,
+    differential_history,
+    refresh_after_random_batch,
+)
 
 MONEY = [None, Decimal("0.00"), Decimal("1.50"), Decimal("-2.25"), Decimal("10.00"), Decimal("3.33")]
 TABLES = {
@@ -45,7 +51,6 @@ TABLES = {
         rows=12,
     ),
 }
-SOURCES = {name: f"unique_key: [id], change_log: {name}_changes" for name in TABLES}
 
 ORDERS = "{{ source('src', 'orders') }}"
 CUSTOMERS = "{{ source('src', 'customers') }}"
@@ -109,19 +114,9 @@ MODELS = {
 @pytest.fixture(scope="module")
 def history(project_factory) -> tuple[IvmProject, RandomHistory]:
     project = project_factory("aggregates")
-    project.write("models/sources.yml", sources_yaml(project.raw, SOURCES, source="src"))
-    for name, sql in MODELS.items():
-        project.write(f"models/{name}.sql", CONFIG + sql)
-    history = RandomHistory(project, TABLES, seed=20261122)
-    project.run()
-    assert_consistent(project, "after the first build")
-    return project, history
-
-
-def assert_consistent(project: IvmProject, when: str) -> None:
-    for model in MODELS:
-        diff = project.differences(model)
-        assert not diff, f"{model} differs from its definition {when}: {diff}"
+    return project, differential_history(
+        project, {name: CONFIG + sql for name, sql in MODELS.items()}, TABLES, seed=20261122
+    )
 
 
 @settings(
@@ -133,6 +128,4 @@ def test_aggregate_models_match_definition(
     history: tuple[IvmProject, RandomHistory], data: st.DataObject
 ) -> None:
     project, upstreams = history
-    committed = upstreams.commit_batch(data)
-    project.run()
-    assert_consistent(project, f"after the batch {committed}")
+    refresh_after_random_batch(project, upstreams, list(MODELS), data)

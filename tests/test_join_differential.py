@@ -14,7 +14,13 @@ import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
-from tests.support import IvmProject, RandomHistory, TableSpec, sources_yaml
+from tests.support import (
+    IvmProject,
+    RandomHistory,
+    TableSpec,
+    differential_history,
+    refresh_after_random_batch,
+)
 
 JOIN_KEY = st.one_of(st.none(), st.integers(0, 2))
 KEYS = [None, 0, 1, 2]
@@ -36,7 +42,6 @@ TABLES = {
     ),
 }
 
-SOURCES = {name: f"unique_key: [id], change_log: {name}_changes" for name in TABLES}
 
 MODELS = {
     # two upstreams, a filter and a computed column
@@ -72,19 +77,7 @@ MODELS = {
 @pytest.fixture(scope="module")
 def history(project_factory) -> tuple[IvmProject, RandomHistory]:
     project = project_factory("joins")
-    project.write("models/sources.yml", sources_yaml(project.raw, SOURCES, source="src"))
-    for name, sql in MODELS.items():
-        project.write(f"models/{name}.sql", sql)
-    history = RandomHistory(project, TABLES, seed=20261121)
-    project.run()
-    assert_consistent(project, "after the first build")
-    return project, history
-
-
-def assert_consistent(project: IvmProject, when: str) -> None:
-    for model in MODELS:
-        diff = project.differences(model)
-        assert not diff, f"{model} differs from its definition {when}: {diff}"
+    return project, differential_history(project, MODELS, TABLES, seed=20261121)
 
 
 @settings(
@@ -96,6 +89,4 @@ def test_join_only_models_match_definition(
     history: tuple[IvmProject, RandomHistory], data: st.DataObject
 ) -> None:
     project, upstreams = history
-    committed = upstreams.commit_batch(data)
-    project.run()
-    assert_consistent(project, f"after the batch {committed}")
+    refresh_after_random_batch(project, upstreams, list(MODELS), data)

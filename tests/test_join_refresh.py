@@ -188,19 +188,13 @@ def test_append_only_upstream_reads_rows_above_watermark(project: IvmProject, sh
 
 
 def test_interrupted_refresh_is_repaired_by_next_run(project: IvmProject, shop: Shop) -> None:
-    log = f"{project.schema}.__ivm_refresh_log"
     build = project.last_refresh("order_facts")
     shop.orders.apply([Op("insert", {"order_id": 30, "customer_id": 2, "amount": 3.0})])
     project.run("--select", "order_facts")
     assert project.last_refresh("order_facts")["reason"] == "insert-only: append"
     # What a crash after the append leaves: the table has the rows, the state does not.
     for status in ("success", "started"):
-        project.spark.sql(
-            f"insert into {log} select refresh_id, relation, '{status}', path, reason, started_at, "
-            f"current_timestamp(), duration_s, versions_from, versions_to, change_rows, rows_deleted, "
-            f"rows_inserted, logs_advanced, definition_hash, message, phase_s, model from {log} "
-            f"where refresh_id = '{build['refresh_id']}' and status = 'success'"
-        )
+        project.relog(build["refresh_id"], status)
     project.run("--select", "order_facts")
     refresh = project.last_refresh("order_facts")
     assert (
