@@ -53,7 +53,9 @@ def markdown(result: BenchResult) -> str:
         f"* Spark: master {spark.get('spark.master')}, driver memory {spark.get('spark.driver.memory')}, "
         f"shuffle partitions {spark.get('spark.sql.shuffle.partitions')}",
         f"* Python {env.get('python')}; {packages}",
-        f"* dbt_ivm at {env.get('git')}; run took {_s((result.duration_s or 0) / 60, 1)} min",
+        f"* dbt_ivm package: {config.get('package_dir')}"
+        + (f" at {env['git']}" if env.get("git") else " (not a git checkout)")
+        + f"; run took {_s((result.duration_s or 0) / 60, 1)} min",
         "",
         "Times are wall-clock seconds of `dbt run --select <model>` in the warm process (dbt's own",
         f"start-up included), median of {config['reps']} repetition(s), each on a fresh batch.",
@@ -164,7 +166,7 @@ def write_plot(result: BenchResult, path: Path) -> None:
     series: dict[tuple[str, str], list[Point]] = {}
     for p in points(result.samples):
         series.setdefault((p.workload, p.locality), []).append(p)
-    panels = sorted(series)
+    panels = sorted(series, key=lambda k: (k[0], k[1] != "uniform", k[1]))
     columns = min(2, len(panels))
     rows = (len(panels) + columns - 1) // columns
     figure = Figure(figsize=(6.5 * columns, 4.5 * rows), layout="constrained")
