@@ -15,6 +15,13 @@ from tests.support import IvmProject
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
+# Delta Lake 4.4 for pyspark 4.2 (README "Delta Lake and Databricks")
+DELTA_CONF = {
+    "spark.jars.packages": "io.delta:delta-spark_2.13:4.4.1",
+    "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
+    "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
+}
+
 settings.register_profile("ci", max_examples=25, deadline=None, derandomize=True, print_blob=True)
 settings.register_profile("dev", max_examples=10, deadline=None)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
@@ -24,7 +31,11 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkSession]:
     home = tmp_path_factory.mktemp("spark_home")
     # small test data: one shuffle partition avoids idle tasks on every stage
-    session = local_spark(home, {"spark.sql.shuffle.partitions": "1"})
+    conf = {"spark.sql.shuffle.partitions": "1"}
+    if os.environ.get("DBT_IVM_DELTA") == "1":
+        # the full Delta run (tests/test_delta_full.py): Delta's jars from Maven
+        conf.update(DELTA_CONF)
+    session = local_spark(home, conf)
     yield session
     session.stop()
 

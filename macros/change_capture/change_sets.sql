@@ -9,18 +9,25 @@
 
 {% macro default__ivm_current_versions(upstreams) %}
   {%- set exprs = [] -%}
+  {%- set versions = {} -%}
   {%- for up in upstreams -%}
-    {%- if up.kind == 'change_log' -%}
+    {%- if up.get('feed') == 'delta' -%}
+      {#- a Delta table's version: its latest commit in the table history -#}
+      {%- set rows = run_query(dbt_ivm.ivm_delta_version_sql(up)).rows -%}
+      {%- do versions.update({up.name: (rows[0][0] | string) if rows else none}) -%}
+      {%- do exprs.append('null as v' ~ loop.index0) -%}
+    {%- elif up.kind == 'change_log' -%}
       {%- do exprs.append('(select cast(max(_commit_version) as string) from ' ~ up.change_log ~ ') as v' ~ loop.index0) -%}
     {%- else -%}
       {%- do exprs.append('(select cast(max(' ~ dbt_ivm.ivm_quote(up.watermark) ~ ') as string) from ' ~ up.relation ~ ') as v' ~ loop.index0) -%}
     {%- endif -%}
   {%- endfor -%}
-  {%- set row = run_query('select ' ~ exprs | join(', ')).rows[0] -%}
-  {%- set versions = {} -%}
-  {%- for up in upstreams -%}
-    {%- do versions.update({up.name: row[loop.index0]}) -%}
-  {%- endfor -%}
+  {%- if upstreams | rejectattr('feed', 'equalto', 'delta') | list -%}
+    {%- set row = run_query('select ' ~ exprs | join(', ')).rows[0] -%}
+    {%- for up in upstreams -%}
+      {%- if up.get('feed') != 'delta' -%}{%- do versions.update({up.name: row[loop.index0]}) -%}{%- endif -%}
+    {%- endfor -%}
+  {%- endif -%}
   {{ return(versions) }}
 {% endmacro %}
 
@@ -34,8 +41,12 @@
   {%- endfor -%}
 {% endmacro %}
 
-{#- The change-log rows of window (after, upto]; after none means from the beginning. -#}
+{#- The change-log rows of window (after, upto]; after none means from the beginning.
+    A Delta change feed: table_changes(t, after + 1, upto), both bounds inclusive. -#}
 {% macro ivm_log_window(up, after, upto) %}
+  {%- if up.get('feed') == 'delta' -%}
+    {{ return(dbt_ivm.ivm_delta_changes_sql(up, after, upto)) }}
+  {%- endif -%}
   {%- set conds = ['_commit_version <= ' ~ upto] -%}
   {%- if after is not none -%}{%- do conds.append('_commit_version > ' ~ after) -%}{%- endif -%}
   {{ return('select * from ' ~ up.change_log ~ ' where ' ~ conds | join(' and ')) }}
@@ -97,6 +108,10 @@ where (not f.__ivm_is_new or l.__ivm_is_new)
 {% endmacro %}
 
 {% macro default__ivm_snapshot_sql(up, columns, version) %}
+  {%- if up.get('feed') == 'delta' and version is not none -%}
+    {#- Delta time travel: exactly the fixed version, whatever commits meanwhile -#}
+    {{ return('(select * from ' ~ up.relation ~ ' version as of ' ~ version ~ ')') }}
+  {%- endif -%}
   {%- if up.kind != 'append_only' -%}
     {{ return(up.relation | string) }}
   {%- endif -%}
@@ -116,4 +131,17 @@ where (not f.__ivm_is_new or l.__ivm_is_new)
     {{ return(true) }}
   {%- endfor -%}
   {{ return(false) }}
+{% endmacro %}
+
+{#- Delta change data feed (upstreams declared {change_feed: delta}). -#}
+
+{#- The latest version of a Delta table (one row, column `version`). -#}
+{% macro ivm_delta_version_sql(up) %}
+  {{ return('describe history ' ~ up.relation ~ ' limit 1') }}
+{% endmacro %}
+
+{#- The change feed rows of versions (after, upto]: table_changes bounds are inclusive. -#}
+{% macro ivm_delta_changes_sql(up, after, upto) %}
+  {%- set start = 0 if after is none else (after | int) + 1 -%}
+  {{ return("select * from table_changes(" ~ dbt_ivm.ivm_string_literal(up.relation | string) ~ ", " ~ start ~ ", " ~ (upto | int) ~ ")") }}
 {% endmacro %}

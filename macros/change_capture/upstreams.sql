@@ -1,6 +1,7 @@
 {#- Upstream declarations. Every ref() or source() of an ivm model declares, in the
     `ivm` key of its meta, how its changes are read:
       change log : {unique_key: [...], change_log: <relation>}   (Delta CDF schema)
+      Delta CDF  : {unique_key: [...], change_feed: delta}       (table_changes of the table itself)
       append-only: {watermark: <column>}                         (rows above the last value)
     Returns one dict per upstream: name, relation, parts (how it renders in SQL), kind,
     unique_key, change_log, watermark, hidden identity columns and config problems. -#}
@@ -29,7 +30,15 @@
     {%- set problems = [] -%}
     {%- set yaml_where = ("sources: [{name: " ~ node.source_name ~ ", tables: [{name: " ~ node.name ~ ", meta: {ivm: {") if is_source else ("models: [{name: " ~ node.name ~ ", config: {meta: {ivm: {") -%}
     {%- set yaml_end = '}}}]}]' if is_source else '}}}}]' -%}
-    {%- if meta.get('change_log') -%}
+    {%- set feed = 'delta' if meta.get('change_feed') == 'delta' and not meta.get('change_log') else none -%}
+    {%- if feed == 'delta' -%}
+      {#- a Delta table with change data feed: its own table_changes() is the change log -#}
+      {%- set kind = 'change_log' -%}
+      {%- set change_log = relation -%}
+      {%- if not key -%}
+        {%- do problems.append({'code': 'IVM030', 'fix': 'a change feed is netted per row key: add `unique_key: [<key column>, ...]` next to change_feed in ' ~ yaml_where ~ "change_feed: delta, unique_key: [id]" ~ yaml_end}) -%}
+      {%- endif -%}
+    {%- elif meta.get('change_log') -%}
       {%- set kind = 'change_log' -%}
       {%- set log_text = meta.change_log -%}
       {%- set log_parts = log_text.split('.') -%}
@@ -54,7 +63,7 @@
       {%- do hidden.append({'column': c, 'name': '__ivm_' ~ short ~ '__' ~ modules.re.sub('[^A-Za-z0-9_]', '_', c)}) -%}
     {%- endfor -%}
     {%- do result.append({'uid': uid, 'name': display, 'short': short, 'relation': relation, 'parts': parts,
-                          'kind': kind, 'unique_key': key, 'change_log': change_log, 'watermark': meta.get('watermark'),
+                          'kind': kind, 'feed': feed, 'unique_key': key, 'change_log': change_log, 'watermark': meta.get('watermark'),
                           'hidden': hidden, 'problems': problems}) -%}
   {%- endfor -%}
   {{ return(result) }}

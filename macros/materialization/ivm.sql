@@ -48,7 +48,7 @@
   {%- set tk = analysis.parsed.tk -%}
   {%- set words = [] -%}
   {%- for i in tk.sig -%}{%- do words.append(tk.tokens[i].v) -%}{%- endfor -%}
-  {%- set definition_hash = local_md5(words | join(' ') ~ tojson(declarations) ~ tojson(settings.partition_by)) -%}
+  {%- set definition_hash = local_md5(words | join(' ') ~ tojson(declarations) ~ tojson(settings.partition_by) ~ (' delta' if settings.file_format == 'delta' else '')) -%}
   {%- set state = dbt_ivm.ivm_read_state(model.unique_id) -%}
   {%- set versions_to = dbt_ivm.ivm_current_versions(plan | map(attribute='up') | list) -%}
   {%- do entry.update({'versions_to': versions_to, 'definition_hash': definition_hash, 'watch': plan | map(attribute='up') | list}) -%}
@@ -59,6 +59,9 @@
   {%- set full_reason = dbt_ivm.ivm_full_refresh_reason(existing, state, definition_hash) -%}
   {%- if not full_reason and spec is not none and state.repair -%}
     {%- set full_reason = state.repair ~ ': rebuilding, as aggregate states cannot be re-applied by key' -%}
+  {%- endif -%}
+  {%- if not full_reason -%}
+    {%- set full_reason = dbt_ivm.ivm_check_change_feeds(model, plan, state, versions_to, settings) -%}
   {%- endif -%}
   {%- if not full_reason -%}
     {%- set full_reason = dbt_ivm.ivm_refresh_incremental(model, target_relation, template, spec, plan, state, settings, entry) -%}

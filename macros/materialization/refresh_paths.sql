@@ -7,8 +7,12 @@
     {{ exceptions.raise_compiler_error("Model '" ~ model.name ~ "': ivm_on_unsupported must be 'error' or 'full_rebuild', got '" ~ on_unsupported ~ "'.") }}
   {%- endif -%}
   {%- set file_format = config.get('file_format') or 'parquet' -%}
-  {%- if file_format != 'parquet' -%}
-    {{ exceptions.raise_compiler_error("Model '" ~ model.name ~ "': materialized='ivm' stores tables as parquet in this version; file_format='" ~ file_format ~ "' is not supported yet. Remove file_format or set it to 'parquet'.") }}
+  {%- if file_format not in ('parquet', 'delta') -%}
+    {{ exceptions.raise_compiler_error("Model '" ~ model.name ~ "': materialized='ivm' stores tables as parquet or delta; file_format='" ~ file_format ~ "' is not supported. Remove file_format or set it to 'parquet' or 'delta'.") }}
+  {%- endif -%}
+  {%- set on_feed_error = config.get('ivm_on_change_feed_error', 'fail') -%}
+  {%- if on_feed_error not in ('fail', 'rebuild') -%}
+    {{ exceptions.raise_compiler_error("Model '" ~ model.name ~ "': ivm_on_change_feed_error must be 'fail' or 'rebuild', got '" ~ on_feed_error ~ "'.") }}
   {%- endif -%}
   {%- set partition_by = config.get('partition_by') -%}
   {%- set partition_by = [partition_by] if partition_by is string else (partition_by or []) -%}
@@ -17,7 +21,8 @@
     {{ exceptions.raise_compiler_error("Model '" ~ model.name ~ "': ivm_rebuild_above must be a positive number (changed rows as a fraction of the changed upstreams' rows, e.g. 0.2) or false to never rebuild for size, got '" ~ rebuild_above ~ "'.") }}
   {%- endif -%}
   {{ return({'on_unsupported': on_unsupported, 'partition_by': partition_by | map('lower') | list,
-             'rebuild_above': rebuild_above or none}) }}
+             'rebuild_above': rebuild_above or none, 'file_format': file_format,
+             'on_change_feed_error': on_feed_error}) }}
 {% endmacro %}
 
 {#- Columns of an upstream, after checking that it and its change log exist. -#}
@@ -26,7 +31,7 @@
   {%- if not columns -%}
     {{ exceptions.raise_compiler_error("Model '" ~ model.name ~ "': upstream " ~ up.name ~ ' (' ~ up.relation ~ ') does not exist. Build or load it first.') }}
   {%- endif -%}
-  {%- if up.kind == 'change_log' -%}
+  {%- if up.kind == 'change_log' and up.get('feed') != 'delta' -%}
     {%- set log_names = adapter.get_columns_in_relation(up.change_log) | map(attribute='name') | map('lower') | list -%}
     {%- set missing = [] -%}
     {%- for c in (columns | map(attribute='name') | map('lower') | list) + ['_change_type', '_commit_version'] if c not in log_names -%}
@@ -60,7 +65,9 @@
 {% macro ivm_build_full(target, existing, build_sql, definition_sql, settings, entry) %}
   {%- do entry.update({'status': 'started'}) -%}
   {%- do dbt_ivm.ivm_log_refresh(model, target, entry) -%}
-  {%- if settings.partition_by -%}
+  {%- if settings.get('file_format') == 'delta' -%}
+    {%- do dbt_ivm.ivm_delta_build(target, existing, build_sql, settings.partition_by, entry) -%}
+  {%- elif settings.partition_by -%}
     {%- if existing is not none -%}{%- do adapter.drop_relation(existing) -%}{%- endif -%}
     {%- call statement('main') -%}
       create table {{ target }} using parquet
@@ -164,7 +171,9 @@
   {%- do dbt_ivm.ivm_log_refresh(model, target, entry) -%}
   {%- do dbt_ivm.ivm_lap(phases, 'bookkeeping', clock) -%}
 
-  {%- if not stage.rewrite -%}
+  {%- if settings.get('file_format') == 'delta' -%}
+    {%- set rows_deleted = dbt_ivm.ivm_apply_delta(target, target_columns, stage, plan, state.repair is not none, entry) -%}
+  {%- elif not stage.rewrite -%}
     {%- do dbt_ivm.ivm_apply_append(target, columns, stage.insert_view) -%}
     {%- set rows_deleted = 0 -%}
   {%- elif settings.partition_by -%}
@@ -244,6 +253,7 @@
     {%- endif -%}
     {%- set reason = ('deletes or updates' if has_deletes else 'insert-only') ~ ': merged ' ~ what ~ ' into ' ~ counts[0] ~ ' group(s)' -%}
     {%- set predicates = dbt_ivm.ivm_group_delete_predicates(merged_view, keys, '__ivm_v') -%}
+    {%- set delta_apply = {'kind': 'merge', 'merged_view': merged_view, 'keys': keys} -%}
   {%- else -%}
     {%- set affected_view = prefix ~ '_groups' -%}
     {%- do temp_views.append(affected_view) -%}
@@ -257,9 +267,10 @@
     {%- set why = 'min/max after deletes or updates' if spec.refresh.inserts == 'merge' else 'HAVING or an aggregate without a mergeable state' -%}
     {%- set reason = why ~ ': recomputed ' ~ counts[0] ~ ' affected group(s) from the definition' -%}
     {%- set multi = true -%}
+    {%- set delta_apply = {'kind': 'recompute', 'affected_view': affected_view, 'keys': keys} -%}
   {%- endif -%}
   {{ return({'insert_view': insert_view, 'rows_inserted': counts[1], 'rows_deleted': counts[2], 'rewrite': true,
-             'predicates': predicates, 'reason': reason, 'reads_upstreams': multi}) }}
+             'predicates': predicates, 'reason': reason, 'reads_upstreams': multi, 'delta': delta_apply}) }}
 {% endmacro %}
 
 {#- Cache a query as a temporary view; a view of the same name left by a refresh that

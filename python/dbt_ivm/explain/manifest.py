@@ -134,7 +134,19 @@ def _declaration(node: Mapping[str, Any]) -> UpstreamDeclaration:
         yaml_end = "}}}}]"
     problems: list[tuple[str, str]] = []
     kind: UpstreamKind | None
-    if meta.get("change_log"):
+    delta_feed = meta.get("change_feed") == "delta" and not meta.get("change_log")
+    if delta_feed:
+        # a Delta table with change data feed: its own table_changes() is the change log
+        kind = "change_log"
+        if not keys:
+            problems.append(
+                (
+                    "IVM030",
+                    "a change feed is netted per row key: add `unique_key: [<key column>, ...]` next to "
+                    f"change_feed in {yaml_where}change_feed: delta, unique_key: [id]{yaml_end}",
+                )
+            )
+    elif meta.get("change_log"):
         kind = "change_log"
         if not keys:
             problems.append(
@@ -163,7 +175,9 @@ def _declaration(node: Mapping[str, Any]) -> UpstreamDeclaration:
         parts=relation_parts(relation),
         kind=kind,
         unique_key=keys if kind == "change_log" else (),
-        change_log=str(meta["change_log"]) if kind == "change_log" else None,
+        change_log=(f"table_changes({relation})" if delta_feed else str(meta["change_log"]))
+        if kind == "change_log"
+        else None,
         watermark=str(meta["watermark"]) if kind == "append_only" else None,
         problems=tuple(problems),
     )

@@ -119,11 +119,11 @@ def _config_errors(model: IvmModel) -> tuple[str, ...]:
             f"Model '{model.name}': ivm_on_unsupported must be 'error' or 'full_rebuild', "
             f"got '{model.on_unsupported}'."
         )
-    if model.file_format != "parquet":
+    if model.file_format not in ("parquet", "delta"):
         errors.append(
-            f"Model '{model.name}': materialized='ivm' stores tables as parquet in this version; "
-            f"file_format='{model.file_format}' is not supported yet. Remove file_format or set it "
-            "to 'parquet'."
+            f"Model '{model.name}': materialized='ivm' stores tables as parquet or delta; "
+            f"file_format='{model.file_format}' is not supported. Remove file_format or set it "
+            "to 'parquet' or 'delta'."
         )
     return tuple(errors)
 

@@ -1,0 +1,247 @@
+{#- Apply (Patch) for Delta Lake tables (file_format='delta').
+
+    Every refresh applies its whole change in ONE statement, so readers never see a
+    half-applied refresh:
+    * insert-only join change: one INSERT (the rows never exist yet);
+    * everything else: one MERGE whose source holds at most one row per target key,
+      keys matched null-safely (<=>). Delta rejects DELETE ... WHERE k IN (subquery), so
+      rows are deleted by MERGE ... WHEN MATCHED THEN DELETE.
+    Each statement runs with
+      spark.databricks.delta.commitInfo.userMetadata = {"dbt_ivm": 1, "model", "refresh_id", "versions_to"}
+    (readable in DESCRIBE HISTORY: which refresh, up to which upstream versions, committed)
+    and spark.databricks.delta.write.txnAppId / txnVersion, so a statement that is retried
+    after it committed is skipped by Delta. The settings are reset after the statement. -#}
+
+{#- SQL of the MERGE for an aggregate or DISTINCT view (merge path): the merged view lists
+    every affected group once (it is grouped by the keys), with __ivm_count the group's new
+    row count. A group whose count reaches 0 is deleted, an existing one is updated in
+    place, a new one is inserted. Without GROUP BY the one row is always updated. -#}
+{% macro ivm_delta_aggregate_merge_sql(target, columns, merged_view, keys) %}
+  {{ return(adapter.dispatch('ivm_delta_aggregate_merge_sql', 'dbt_ivm')(target, columns, merged_view, keys)) }}
+{% endmacro %}
+
+{% macro default__ivm_delta_aggregate_merge_sql(target, columns, merged_view, keys) %}
+  {%- set on = [] -%}
+  {%- for k in dbt_ivm.ivm_quote_all(keys) -%}{%- do on.append('__ivm_t.' ~ k ~ ' <=> __ivm_s.' ~ k) -%}{%- endfor -%}
+  {%- set clauses = [] -%}
+  {%- if keys -%}
+    {%- do clauses.append('when matched and __ivm_s.__ivm_count = 0 then delete') -%}
+  {%- endif -%}
+  {%- do clauses.append('when matched then update set ' ~ dbt_ivm.ivm_delta_set_list(columns)) -%}
+  {%- do clauses.append('when not matched' ~ (' and __ivm_s.__ivm_count > 0' if keys else '') ~ ' then insert ' ~ dbt_ivm.ivm_delta_insert_list(columns)) -%}
+  {%- set sql -%}
+merge into {{ target }} __ivm_t
+using {{ merged_view }} __ivm_s
+on {{ on | join(' and ') if on else 'true' }}
+{{ clauses | join('\n') }}
+  {%- endset -%}
+  {{ return(sql) }}
+{% endmacro %}
+
+{#- SQL of the MERGE for an aggregate view whose affected groups are recomputed from the
+    definition (min/max after deletes, HAVING, other aggregates): the source is every
+    affected group (distinct keys) left-joined with its recomputed row, so one row per
+    key; a group without a recomputed row is deleted. -#}
+{% macro ivm_delta_recompute_merge_sql(target, columns, affected_view, insert_view, keys) %}
+  {{ return(adapter.dispatch('ivm_delta_recompute_merge_sql', 'dbt_ivm')(target, columns, affected_view, insert_view, keys)) }}
+{% endmacro %}
+
+{% macro default__ivm_delta_recompute_merge_sql(target, columns, affected_view, insert_view, keys) %}
+  {%- if not keys -%}
+    {#- no GROUP BY: the recomputed one row replaces the stored one -#}
+    {%- set source = '(select *, true as __ivm_present from ' ~ insert_view ~ ')' -%}
+    {{ return(dbt_ivm.ivm_delta_merge_text(target, columns, source, [], false)) }}
+  {%- endif -%}
+  {%- set q = dbt_ivm.ivm_quote_all(keys) | list -%}
+  {%- set on = [] -%}
+  {%- set mk = [] -%}
+  {%- set match = [] -%}
+  {%- for k in q -%}
+    {%- do match.append('__ivm_a.' ~ k ~ ' <=> __ivm_r.' ~ k) -%}
+    {%- do mk.append('__ivm_a.' ~ k ~ ' as __ivm_mk_' ~ loop.index0) -%}
+    {%- do on.append('__ivm_t.' ~ k ~ ' <=> __ivm_s.__ivm_mk_' ~ loop.index0) -%}
+  {%- endfor -%}
+  {%- set source -%}
+(
+  select {{ mk | join(', ') }}, __ivm_r.*
+  from (select distinct {{ q | join(', ') }} from {{ affected_view }}) __ivm_a
+  left join (select *, true as __ivm_present from {{ insert_view }}) __ivm_r on {{ match | join(' and ') }}
+)
+  {%- endset -%}
+  {{ return(dbt_ivm.ivm_delta_merge_text(target, columns, source, on, true)) }}
+{% endmacro %}
+
+{#- MERGE of a source with __ivm_present (null: the key's row goes away). -#}
+{% macro ivm_delta_merge_text(target, columns, source, on, can_delete) %}
+  {%- set clauses = [] -%}
+  {%- if can_delete -%}{%- do clauses.append('when matched and __ivm_s.__ivm_present is null then delete') -%}{%- endif -%}
+  {%- do clauses.append('when matched then update set ' ~ dbt_ivm.ivm_delta_set_list(columns)) -%}
+  {%- do clauses.append('when not matched and __ivm_s.__ivm_present then insert ' ~ dbt_ivm.ivm_delta_insert_list(columns)) -%}
+  {%- set sql -%}
+merge into {{ target }} __ivm_t
+using {{ source }} __ivm_s
+on {{ on | join(' and ') if on else 'true' }}
+{{ clauses | join('\n') }}
+  {%- endset -%}
+  {{ return(sql) }}
+{% endmacro %}
+
+{#- SQL of the MERGE for a join-only view with deletes or updates. One MERGE, whose source
+    is the union of
+      * delete identities: the DISTINCT tuples of the hidden key columns of the changed
+        upstreams (`identity`) over the view rows of the changed slices (found with the
+        same predicates as the parquet rewrite), __ivm_del = true;
+      * the rows to insert, __ivm_del = false.
+    The ON condition requires __ivm_del, so insert rows never match and are inserted.
+    Several target rows may share one identity tuple (duplicate rows, or an append-only
+    upstream whose watermark is not unique): one source row matching many target rows is
+    allowed; what Delta forbids is several source rows matching one target row, and the
+    DISTINCT over exactly the ON columns rules that out. The slice is found by reading
+    the target in the source: a MERGE reads its source from the snapshot it started on. -#}
+{% macro ivm_delta_join_merge_sql(target, target_columns, insert_view, predicates, identity) %}
+  {{ return(adapter.dispatch('ivm_delta_join_merge_sql', 'dbt_ivm')(target, target_columns, insert_view, predicates, identity)) }}
+{% endmacro %}
+
+{% macro default__ivm_delta_join_merge_sql(target, target_columns, insert_view, predicates, identity) %}
+  {%- set columns = target_columns | map(attribute='name') | list -%}
+  {%- set cols = dbt_ivm.ivm_quote_all(columns) | list -%}
+  {%- set del_select = [] -%}
+  {%- for c in target_columns -%}
+    {%- if c.name in identity -%}
+      {%- do del_select.append('__ivm_v.' ~ dbt_ivm.ivm_quote(c.name)) -%}
+    {%- else -%}
+      {%- do del_select.append('cast(null as ' ~ c.data_type ~ ') as ' ~ dbt_ivm.ivm_quote(c.name)) -%}
+    {%- endif -%}
+  {%- endfor -%}
+  {%- set on = ['__ivm_s.__ivm_del'] -%}
+  {%- for h in dbt_ivm.ivm_quote_all(identity) -%}{%- do on.append('__ivm_t.' ~ h ~ ' <=> __ivm_s.' ~ h) -%}{%- endfor -%}
+  {%- set sql -%}
+merge into {{ target }} __ivm_t
+using (
+  select distinct true as __ivm_del, {{ del_select | join(', ') }}
+  from {{ target }} __ivm_v
+  {{ predicates.joins | join('\n  ') }}
+  where {{ predicates.flag }}
+  union all
+  select false as __ivm_del, {{ cols | join(', ') }} from {{ insert_view }}
+) __ivm_s
+on {{ on | join(' and ') }}
+when matched then delete
+when not matched and not __ivm_s.__ivm_del then insert {{ dbt_ivm.ivm_delta_insert_list(columns) }}
+  {%- endset -%}
+  {{ return(sql) }}
+{% endmacro %}
+
+{#- The hidden key columns that identify the changed slices of a join-only view: those of
+    every changed upstream whose rows are deleted (see ivm_join_delete_predicates). -#}
+{% macro ivm_delta_join_identity(plan, repair) %}
+  {%- set names = [] -%}
+  {%- for p in plan if p.changed and (repair or p.get('old', 0) > 0) -%}
+    {%- for h in p.up.hidden -%}{%- do names.append(h.name) -%}{%- endfor -%}
+  {%- endfor -%}
+  {{ return(names) }}
+{% endmacro %}
+
+{% macro ivm_delta_set_list(columns) %}
+  {%- set sets = [] -%}
+  {%- for c in dbt_ivm.ivm_quote_all(columns) -%}{%- do sets.append('__ivm_t.' ~ c ~ ' = __ivm_s.' ~ c) -%}{%- endfor -%}
+  {{ return(sets | join(', ')) }}
+{% endmacro %}
+
+{% macro ivm_delta_insert_list(columns) %}
+  {%- set cols = dbt_ivm.ivm_quote_all(columns) | list -%}
+  {%- set values = [] -%}
+  {%- for c in cols -%}{%- do values.append('__ivm_s.' ~ c) -%}{%- endfor -%}
+  {{ return('(' ~ cols | join(', ') ~ ') values (' ~ values | join(', ') ~ ')') }}
+{% endmacro %}
+
+{#- Full build as a Delta table, in one commit (CREATE OR REPLACE keeps the table's history,
+    so readers switch from the old to the new content atomically). The change data feed is
+    enabled, so downstream ivm models can declare this table with change_feed: delta. -#}
+{% macro ivm_delta_build_sql(target, build_sql, partition_by) %}
+  {{ return(adapter.dispatch('ivm_delta_build_sql', 'dbt_ivm')(target, build_sql, partition_by)) }}
+{% endmacro %}
+
+{% macro default__ivm_delta_build_sql(target, build_sql, partition_by) %}
+  {%- set sql -%}
+create or replace table {{ target }} using delta
+{%- if partition_by %}
+partitioned by ({{ dbt_ivm.ivm_quote_all(partition_by) | join(', ') }})
+{%- endif %}
+tblproperties ('delta.enableChangeDataFeed' = 'true')
+as {{ build_sql }}
+  {%- endset -%}
+  {{ return(sql) }}
+{% endmacro %}
+
+{#- The session settings around one write statement: commit user metadata (JSON with
+    model, refresh_id, versions_to) and the idempotent-write pair txnAppId / txnVersion.
+    txnAppId names the table; txnVersion is the refresh's start time in milliseconds
+    times 10 plus the statement's number, so it grows from refresh to refresh and differs
+    between the statements of one refresh: a statement retried after it committed has
+    an (appId, version) Delta already recorded and is skipped.
+    idempotent=false (CREATE OR REPLACE of a full build): user metadata only.
+    Returns {'set': [...], 'reset': [...]}. -#}
+{% macro ivm_delta_write_settings(target, model_id, entry, statement_no, idempotent=true) %}
+  {%- set epoch = modules.datetime.datetime(1970, 1, 1) -%}
+  {%- set ms = ((entry.started_at - epoch).total_seconds() * 1000) | round | int -%}
+  {%- set metadata = tojson({'dbt_ivm': 1, 'model': model_id, 'refresh_id': entry.refresh_id,
+                             'versions_to': entry.get('versions_to', {})}, sort_keys=true) -%}
+  {%- set keys = ['spark.databricks.delta.commitInfo.userMetadata', 'spark.databricks.delta.write.txnAppId', 'spark.databricks.delta.write.txnVersion'] -%}
+  {%- set resets = [] -%}
+  {%- for k in keys -%}{%- do resets.append('reset ' ~ k) -%}{%- endfor -%}
+  {%- set sets = ['set ' ~ keys[0] ~ ' = ' ~ metadata] -%}
+  {%- if idempotent -%}
+    {%- do sets.append('set ' ~ keys[1] ~ ' = dbt_ivm:' ~ modules.re.sub('[^A-Za-z0-9_.]', '_', target | string)) -%}
+    {%- do sets.append('set ' ~ keys[2] ~ ' = ' ~ (ms * 10 + statement_no)) -%}
+  {%- endif -%}
+  {{ return({'set': sets, 'reset': resets[:sets | length]}) }}
+{% endmacro %}
+
+{#- Run one write statement as statement('main') with the write settings around it. -#}
+{% macro ivm_delta_write(target, sql, entry, statement_no, idempotent=true) %}
+  {%- set s = dbt_ivm.ivm_delta_write_settings(target, model.unique_id, entry, statement_no, idempotent) -%}
+  {%- for stmt in s.set -%}{%- do run_query(stmt) -%}{%- endfor -%}
+  {%- call statement('main') -%}{{ sql }}{%- endcall -%}
+  {%- for stmt in s.reset -%}{%- do run_query(stmt) -%}{%- endfor -%}
+{% endmacro %}
+
+{#- Apply a staged change (see ivm_refresh_incremental) to a Delta table in one statement.
+    Returns the number of rows deleted. -#}
+{% macro ivm_apply_delta(target, target_columns, stage, plan, repair, entry) %}
+  {{ return(adapter.dispatch('ivm_apply_delta', 'dbt_ivm')(target, target_columns, stage, plan, repair, entry)) }}
+{% endmacro %}
+
+{% macro default__ivm_apply_delta(target, target_columns, stage, plan, repair, entry) %}
+  {%- set sql = dbt_ivm.ivm_delta_apply_sql(target, target_columns, stage, plan, repair) -%}
+  {%- set rows_deleted = stage.get('rows_deleted') -%}
+  {%- if rows_deleted is none -%}
+    {%- set rows_deleted = run_query('select count(*) from ' ~ target ~ ' __ivm_v ' ~ stage.predicates.joins | join(' ') ~ ' where ' ~ stage.predicates.flag).rows[0][0] if stage.rewrite else 0 -%}
+  {%- endif -%}
+  {%- do dbt_ivm.ivm_delta_write(target, sql, entry, 1) -%}
+  {{ return(rows_deleted) }}
+{% endmacro %}
+
+{#- The one statement that applies a staged change to a Delta table. -#}
+{% macro ivm_delta_apply_sql(target, target_columns, stage, plan, repair) %}
+  {%- set columns = target_columns | map(attribute='name') | list -%}
+  {%- set d = stage.get('delta') or {} -%}
+  {%- if d.get('kind') == 'merge' -%}
+    {{ return(dbt_ivm.ivm_delta_aggregate_merge_sql(target, columns, d.merged_view, d['keys'])) }}
+  {%- elif d.get('kind') == 'recompute' -%}
+    {{ return(dbt_ivm.ivm_delta_recompute_merge_sql(target, columns, d.affected_view, stage.insert_view, d['keys'])) }}
+  {%- elif not stage.rewrite -%}
+    {{ return('insert into ' ~ target ~ ' (' ~ dbt_ivm.ivm_quote_all(columns) | join(', ') ~ ') select ' ~ dbt_ivm.ivm_quote_all(columns) | join(', ') ~ ' from ' ~ stage.insert_view) }}
+  {%- endif -%}
+  {{ return(dbt_ivm.ivm_delta_join_merge_sql(target, target_columns, stage.insert_view, stage.predicates, dbt_ivm.ivm_delta_join_identity(plan, repair))) }}
+{% endmacro %}
+
+{#- Full build of a Delta table: one CREATE OR REPLACE TABLE (a table that is not Delta,
+    e.g. a former parquet generation table, is dropped first). -#}
+{% macro ivm_delta_build(target, existing, build_sql, partition_by, entry) %}
+  {%- if existing is not none -%}
+    {%- set provider = dbt_ivm.ivm_describe_value('describe table extended ' ~ existing, 'Provider') if existing.type == 'table' else 'view' -%}
+    {%- if provider | lower != 'delta' -%}{%- do adapter.drop_relation(existing) -%}{%- endif -%}
+  {%- endif -%}
+  {%- do dbt_ivm.ivm_delta_write(target, dbt_ivm.ivm_delta_build_sql(target, build_sql, partition_by), entry, 0, false) -%}
+{% endmacro %}

@@ -1,0 +1,73 @@
+-- 1: change set of raw.orders
+select case when l.__ivm_is_new then l.`order_id` else f.`order_id` end as `order_id`, case when l.__ivm_is_new then l.`customer_id` else f.`customer_id` end as `customer_id`, case when l.__ivm_is_new then l.`amount` else f.`amount` end as `amount`, case when l.__ivm_is_new then l.`status` else f.`status` end as `status`, case when not f.__ivm_is_new then named_struct('order_id', f.`order_id`, 'customer_id', f.`customer_id`, 'amount', f.`amount`, 'status', f.`status`) end as __ivm_before, not f.__ivm_is_new as __ivm_old, l.__ivm_is_new as __ivm_new
+from (
+  select min_by(named_struct('order_id', `order_id`, 'customer_id', `customer_id`, 'amount', `amount`, 'status', `status`, '__ivm_is_new', _change_type in ('insert', 'update_postimage')), _commit_version * 2 + case when _change_type in ('update_preimage', 'delete') then 0 else 1 end) as f, max_by(named_struct('order_id', `order_id`, 'customer_id', `customer_id`, 'amount', `amount`, 'status', `status`, '__ivm_is_new', _change_type in ('insert', 'update_postimage')), _commit_version * 2 + case when _change_type in ('update_preimage', 'delete') then 0 else 1 end) as l
+  from (select * from table_changes('raw.orders', 4, 7)) __ivm_log
+  group by `order_id`
+) __ivm_net
+where (not f.__ivm_is_new or l.__ivm_is_new)
+  and not (not f.__ivm_is_new and l.__ivm_is_new and f.`order_id` <=> l.`order_id` and f.`customer_id` <=> l.`customer_id` and f.`amount` <=> l.`amount` and f.`status` <=> l.`status`)
+
+-- 2: change set of raw.customers
+select case when l.__ivm_is_new then l.`customer_id` else f.`customer_id` end as `customer_id`, case when l.__ivm_is_new then l.`region` else f.`region` end as `region`, case when not f.__ivm_is_new then named_struct('customer_id', f.`customer_id`, 'region', f.`region`) end as __ivm_before, not f.__ivm_is_new as __ivm_old, l.__ivm_is_new as __ivm_new
+from (
+  select min_by(named_struct('customer_id', `customer_id`, 'region', `region`, '__ivm_is_new', _change_type in ('insert', 'update_postimage')), _commit_version * 2 + case when _change_type in ('update_preimage', 'delete') then 0 else 1 end) as f, max_by(named_struct('customer_id', `customer_id`, 'region', `region`, '__ivm_is_new', _change_type in ('insert', 'update_postimage')), _commit_version * 2 + case when _change_type in ('update_preimage', 'delete') then 0 else 1 end) as l
+  from (select * from raw.customers_changes where _commit_version <= 7 and _commit_version > 3) __ivm_log
+  group by `customer_id`
+) __ivm_net
+where (not f.__ivm_is_new or l.__ivm_is_new)
+  and not (not f.__ivm_is_new and l.__ivm_is_new and f.`customer_id` <=> l.`customer_id` and f.`region` <=> l.`region`)
+
+-- 3: merged groups (__ivm_agg_mixed_merged)
+select __ivm_m.`region`, __ivm_m.__ivm_s0 as `n`, case when __ivm_m.__ivm_n1 > 0 then __ivm_m.__ivm_s1 end as `revenue`, __ivm_m.`__ivm_g_0`, __ivm_m.`__ivm_count`, __ivm_m.`__ivm_s0`, __ivm_m.`__ivm_s1`, __ivm_m.`__ivm_n1`, __ivm_m.__ivm_existed
+from (
+  select __ivm_t.__ivm_count is not null as __ivm_existed, __ivm_d.`region`, __ivm_d.`__ivm_g_0`, coalesce(__ivm_t.__ivm_count, 0) + __ivm_d.__ivm_count as __ivm_count, cast(coalesce(__ivm_t.__ivm_s0, 0) + coalesce(__ivm_d.__ivm_s0, 0) as bigint) as __ivm_s0, cast(coalesce(__ivm_t.__ivm_s1, 0) + coalesce(__ivm_d.__ivm_s1, 0) as decimal(20,2)) as __ivm_s1, cast(coalesce(__ivm_t.__ivm_n1, 0) + coalesce(__ivm_d.__ivm_n1, 0) as bigint) as __ivm_n1
+  from (
+select `__ivm_g_0`, any_value(`region`) as `region`, sum(__ivm_sign * __ivm_count) as __ivm_count, sum(__ivm_sign * __ivm_s0) as __ivm_s0, sum(__ivm_sign * __ivm_s1) as __ivm_s1, sum(__ivm_sign * __ivm_n1) as __ivm_n1
+from (
+select *, 1 as __ivm_sign from (
+select  c.region, c.region as __ivm_g_0, count(*) as __ivm_count, count(*) as __ivm_s0, sum(o.amount) as __ivm_s1, count(o.amount) as __ivm_n1  from (select `order_id`, `customer_id`, `amount`, `status` from __ivm_agg_mixed_chg_orders where __ivm_new) o join raw.customers c on o.customer_id = c.customer_id group by c.region
+) __ivm_t(`region`, `__ivm_g_0`, `__ivm_count`, `__ivm_s0`, `__ivm_s1`, `__ivm_n1`)
+union all
+select *, 1 as __ivm_sign from (
+select  c.region, c.region as __ivm_g_0, count(*) as __ivm_count, count(*) as __ivm_s0, sum(o.amount) as __ivm_s1, count(o.amount) as __ivm_n1  from (select __ivm_s.* from (select * from raw.orders version as of 7) __ivm_s left anti join __ivm_agg_mixed_chg_orders __ivm_k on __ivm_s.`order_id` <=> __ivm_k.`order_id`) o join (select `customer_id`, `region` from __ivm_agg_mixed_chg_customers where __ivm_new) c on o.customer_id = c.customer_id group by c.region
+) __ivm_t(`region`, `__ivm_g_0`, `__ivm_count`, `__ivm_s0`, `__ivm_s1`, `__ivm_n1`)
+union all
+select *, -1 as __ivm_sign from (
+select  c.region, c.region as __ivm_g_0, count(*) as __ivm_count, count(*) as __ivm_s0, sum(o.amount) as __ivm_s1, count(o.amount) as __ivm_n1  from (select `order_id`, `customer_id`, `amount`, `status` from (select __ivm_before.* from __ivm_agg_mixed_chg_orders where __ivm_old) __ivm_b) o join (select * from (select __ivm_s.* from raw.customers __ivm_s left anti join __ivm_agg_mixed_chg_customers __ivm_k on __ivm_s.`customer_id` <=> __ivm_k.`customer_id`) __ivm_u union all select * from (select `customer_id`, `region` from (select __ivm_before.* from __ivm_agg_mixed_chg_customers where __ivm_old) __ivm_b) __ivm_o) c on o.customer_id = c.customer_id group by c.region
+) __ivm_t(`region`, `__ivm_g_0`, `__ivm_count`, `__ivm_s0`, `__ivm_s1`, `__ivm_n1`)
+union all
+select *, -1 as __ivm_sign from (
+select  c.region, c.region as __ivm_g_0, count(*) as __ivm_count, count(*) as __ivm_s0, sum(o.amount) as __ivm_s1, count(o.amount) as __ivm_n1  from (select __ivm_s.* from (select * from raw.orders version as of 7) __ivm_s left anti join __ivm_agg_mixed_chg_orders __ivm_k on __ivm_s.`order_id` <=> __ivm_k.`order_id`) o join (select `customer_id`, `region` from (select __ivm_before.* from __ivm_agg_mixed_chg_customers where __ivm_old) __ivm_b) c on o.customer_id = c.customer_id group by c.region
+) __ivm_t(`region`, `__ivm_g_0`, `__ivm_count`, `__ivm_s0`, `__ivm_s1`, `__ivm_n1`)
+) __ivm_d
+group by `__ivm_g_0`
+  ) __ivm_d
+  left join analytics.agg_mixed __ivm_t on __ivm_t.`__ivm_g_0` <=> __ivm_d.`__ivm_g_0`
+) __ivm_m
+
+-- 4: write setting
+set spark.databricks.delta.commitInfo.userMetadata = {"dbt_ivm": 1, "model": "model.p.agg_mixed", "refresh_id": "inv-1:model.p.agg_mixed", "versions_to": {"raw.customers": "7", "raw.orders": "7"}}
+
+-- 5: write setting
+set spark.databricks.delta.write.txnAppId = dbt_ivm:analytics.agg_mixed
+
+-- 6: write setting
+set spark.databricks.delta.write.txnVersion = 17673230450001
+
+-- 7: apply
+merge into analytics.agg_mixed __ivm_t
+using __ivm_agg_mixed_merged __ivm_s
+on __ivm_t.`__ivm_g_0` <=> __ivm_s.`__ivm_g_0`
+when matched and __ivm_s.__ivm_count = 0 then delete
+when matched then update set __ivm_t.`region` = __ivm_s.`region`, __ivm_t.`n` = __ivm_s.`n`, __ivm_t.`revenue` = __ivm_s.`revenue`, __ivm_t.`__ivm_g_0` = __ivm_s.`__ivm_g_0`, __ivm_t.`__ivm_count` = __ivm_s.`__ivm_count`, __ivm_t.`__ivm_s0` = __ivm_s.`__ivm_s0`, __ivm_t.`__ivm_s1` = __ivm_s.`__ivm_s1`, __ivm_t.`__ivm_n1` = __ivm_s.`__ivm_n1`
+when not matched and __ivm_s.__ivm_count > 0 then insert (`region`, `n`, `revenue`, `__ivm_g_0`, `__ivm_count`, `__ivm_s0`, `__ivm_s1`, `__ivm_n1`) values (__ivm_s.`region`, __ivm_s.`n`, __ivm_s.`revenue`, __ivm_s.`__ivm_g_0`, __ivm_s.`__ivm_count`, __ivm_s.`__ivm_s0`, __ivm_s.`__ivm_s1`, __ivm_s.`__ivm_n1`)
+
+-- 8: reset setting
+reset spark.databricks.delta.commitInfo.userMetadata
+
+-- 9: reset setting
+reset spark.databricks.delta.write.txnAppId
+
+-- 10: reset setting
+reset spark.databricks.delta.write.txnVersion

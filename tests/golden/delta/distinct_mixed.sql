@@ -1,0 +1,57 @@
+-- 1: change set of raw.orders
+select case when l.__ivm_is_new then l.`order_id` else f.`order_id` end as `order_id`, case when l.__ivm_is_new then l.`customer_id` else f.`customer_id` end as `customer_id`, case when l.__ivm_is_new then l.`amount` else f.`amount` end as `amount`, case when l.__ivm_is_new then l.`status` else f.`status` end as `status`, case when not f.__ivm_is_new then named_struct('order_id', f.`order_id`, 'customer_id', f.`customer_id`, 'amount', f.`amount`, 'status', f.`status`) end as __ivm_before, not f.__ivm_is_new as __ivm_old, l.__ivm_is_new as __ivm_new
+from (
+  select min_by(named_struct('order_id', `order_id`, 'customer_id', `customer_id`, 'amount', `amount`, 'status', `status`, '__ivm_is_new', _change_type in ('insert', 'update_postimage')), _commit_version * 2 + case when _change_type in ('update_preimage', 'delete') then 0 else 1 end) as f, max_by(named_struct('order_id', `order_id`, 'customer_id', `customer_id`, 'amount', `amount`, 'status', `status`, '__ivm_is_new', _change_type in ('insert', 'update_postimage')), _commit_version * 2 + case when _change_type in ('update_preimage', 'delete') then 0 else 1 end) as l
+  from (select * from table_changes('raw.orders', 4, 7)) __ivm_log
+  group by `order_id`
+) __ivm_net
+where (not f.__ivm_is_new or l.__ivm_is_new)
+  and not (not f.__ivm_is_new and l.__ivm_is_new and f.`order_id` <=> l.`order_id` and f.`customer_id` <=> l.`customer_id` and f.`amount` <=> l.`amount` and f.`status` <=> l.`status`)
+
+-- 2: merged groups (__ivm_distinct_mixed_merged)
+select __ivm_m.`customer_id`, __ivm_m.`status`, __ivm_m.`__ivm_count`, __ivm_m.__ivm_existed
+from (
+  select __ivm_t.__ivm_count is not null as __ivm_existed, __ivm_d.`customer_id`, __ivm_d.`status`, coalesce(__ivm_t.__ivm_count, 0) + __ivm_d.__ivm_count as __ivm_count
+  from (
+select `customer_id`, `status`, sum(__ivm_sign * __ivm_count) as __ivm_count
+from (
+select *, 1 as __ivm_sign from (
+select  customer_id, status, count(*) as __ivm_count  from (select `order_id`, `customer_id`, `amount`, `status` from __ivm_distinct_mixed_chg_orders where __ivm_new) `orders`
+group by all
+) __ivm_t(`customer_id`, `status`, `__ivm_count`)
+union all
+select *, -1 as __ivm_sign from (
+select  customer_id, status, count(*) as __ivm_count  from (select `order_id`, `customer_id`, `amount`, `status` from (select __ivm_before.* from __ivm_distinct_mixed_chg_orders where __ivm_old) __ivm_b) `orders`
+group by all
+) __ivm_t(`customer_id`, `status`, `__ivm_count`)
+) __ivm_d
+group by `customer_id`, `status`
+  ) __ivm_d
+  left join analytics.distinct_mixed __ivm_t on __ivm_t.`customer_id` <=> __ivm_d.`customer_id` and __ivm_t.`status` <=> __ivm_d.`status`
+) __ivm_m
+
+-- 3: write setting
+set spark.databricks.delta.commitInfo.userMetadata = {"dbt_ivm": 1, "model": "model.p.distinct_mixed", "refresh_id": "inv-1:model.p.distinct_mixed", "versions_to": {"raw.orders": "7"}}
+
+-- 4: write setting
+set spark.databricks.delta.write.txnAppId = dbt_ivm:analytics.distinct_mixed
+
+-- 5: write setting
+set spark.databricks.delta.write.txnVersion = 17673230450001
+
+-- 6: apply
+merge into analytics.distinct_mixed __ivm_t
+using __ivm_distinct_mixed_merged __ivm_s
+on __ivm_t.`customer_id` <=> __ivm_s.`customer_id` and __ivm_t.`status` <=> __ivm_s.`status`
+when matched and __ivm_s.__ivm_count = 0 then delete
+when matched then update set __ivm_t.`customer_id` = __ivm_s.`customer_id`, __ivm_t.`status` = __ivm_s.`status`, __ivm_t.`__ivm_count` = __ivm_s.`__ivm_count`
+when not matched and __ivm_s.__ivm_count > 0 then insert (`customer_id`, `status`, `__ivm_count`) values (__ivm_s.`customer_id`, __ivm_s.`status`, __ivm_s.`__ivm_count`)
+
+-- 7: reset setting
+reset spark.databricks.delta.commitInfo.userMetadata
+
+-- 8: reset setting
+reset spark.databricks.delta.write.txnAppId
+
+-- 9: reset setting
+reset spark.databricks.delta.write.txnVersion

@@ -1,0 +1,60 @@
+-- 1: change set of raw.orders
+select case when l.__ivm_is_new then l.`order_id` else f.`order_id` end as `order_id`, case when l.__ivm_is_new then l.`customer_id` else f.`customer_id` end as `customer_id`, case when l.__ivm_is_new then l.`amount` else f.`amount` end as `amount`, case when l.__ivm_is_new then l.`status` else f.`status` end as `status`, not f.__ivm_is_new as __ivm_old, l.__ivm_is_new as __ivm_new
+from (
+  select min_by(named_struct('order_id', `order_id`, 'customer_id', `customer_id`, 'amount', `amount`, 'status', `status`, '__ivm_is_new', _change_type in ('insert', 'update_postimage')), _commit_version * 2 + case when _change_type in ('update_preimage', 'delete') then 0 else 1 end) as f, max_by(named_struct('order_id', `order_id`, 'customer_id', `customer_id`, 'amount', `amount`, 'status', `status`, '__ivm_is_new', _change_type in ('insert', 'update_postimage')), _commit_version * 2 + case when _change_type in ('update_preimage', 'delete') then 0 else 1 end) as l
+  from (select * from raw.orders_changes where _commit_version <= 7 and _commit_version > 3) __ivm_log
+  group by `order_id`
+) __ivm_net
+where (not f.__ivm_is_new or l.__ivm_is_new)
+  and not (not f.__ivm_is_new and l.__ivm_is_new and f.`order_id` <=> l.`order_id` and f.`customer_id` <=> l.`customer_id` and f.`amount` <=> l.`amount` and f.`status` <=> l.`status`)
+
+-- 2: change set of raw.customers
+select case when l.__ivm_is_new then l.`customer_id` else f.`customer_id` end as `customer_id`, case when l.__ivm_is_new then l.`region` else f.`region` end as `region`, not f.__ivm_is_new as __ivm_old, l.__ivm_is_new as __ivm_new
+from (
+  select min_by(named_struct('customer_id', `customer_id`, 'region', `region`, '__ivm_is_new', _change_type in ('insert', 'update_postimage')), _commit_version * 2 + case when _change_type in ('update_preimage', 'delete') then 0 else 1 end) as f, max_by(named_struct('customer_id', `customer_id`, 'region', `region`, '__ivm_is_new', _change_type in ('insert', 'update_postimage')), _commit_version * 2 + case when _change_type in ('update_preimage', 'delete') then 0 else 1 end) as l
+  from (select * from raw.customers_changes where _commit_version <= 7 and _commit_version > 3) __ivm_log
+  group by `customer_id`
+) __ivm_net
+where (not f.__ivm_is_new or l.__ivm_is_new)
+  and not (not f.__ivm_is_new and l.__ivm_is_new and f.`customer_id` <=> l.`customer_id` and f.`region` <=> l.`region`)
+
+-- 3: rows to insert
+select * from (
+select o.order_id, o.amount, c.region , `o`.`order_id` as __ivm_orders__order_id, `c`.`customer_id` as __ivm_customers__customer_id from (select `order_id`, `customer_id`, `amount`, `status` from __ivm_join_del_ins_chg_orders where __ivm_new) o join raw.customers c on o.customer_id = c.customer_id where o.status <> 'cancelled'
+) __ivm_term_0
+union all
+select * from (
+select o.order_id, o.amount, c.region , `o`.`order_id` as __ivm_orders__order_id, `c`.`customer_id` as __ivm_customers__customer_id from (select __ivm_s.* from raw.orders __ivm_s left anti join __ivm_join_del_ins_chg_orders __ivm_k on __ivm_s.`order_id` <=> __ivm_k.`order_id`) o join (select `customer_id`, `region` from __ivm_join_del_ins_chg_customers where __ivm_new) c on o.customer_id = c.customer_id where o.status <> 'cancelled'
+) __ivm_term_1
+
+-- 4: write setting
+set spark.databricks.delta.commitInfo.userMetadata = {"dbt_ivm": 1, "model": "model.p.join_del_ins", "refresh_id": "inv-1:model.p.join_del_ins", "versions_to": {"raw.customers": "7", "raw.orders": "7"}}
+
+-- 5: write setting
+set spark.databricks.delta.write.txnAppId = dbt_ivm:analytics.join_del_ins
+
+-- 6: write setting
+set spark.databricks.delta.write.txnVersion = 17673230450001
+
+-- 7: apply
+merge into analytics.join_del_ins __ivm_t
+using (
+  select distinct true as __ivm_del, cast(null as bigint) as `order_id`, cast(null as decimal(10,2)) as `amount`, cast(null as string) as `region`, __ivm_v.`__ivm_orders__order_id`, cast(null as bigint) as `__ivm_customers__customer_id`
+  from analytics.join_del_ins __ivm_v
+  left join (select `order_id`, true as __ivm_hit from __ivm_join_del_ins_chg_orders) __ivm_k_0 on __ivm_v.__ivm_orders__order_id <=> __ivm_k_0.`order_id`
+  where (__ivm_k_0.__ivm_hit is not null)
+  union all
+  select false as __ivm_del, `order_id`, `amount`, `region`, `__ivm_orders__order_id`, `__ivm_customers__customer_id` from __ivm_join_del_ins_ins
+) __ivm_s
+on __ivm_s.__ivm_del and __ivm_t.`__ivm_orders__order_id` <=> __ivm_s.`__ivm_orders__order_id`
+when matched then delete
+when not matched and not __ivm_s.__ivm_del then insert (`order_id`, `amount`, `region`, `__ivm_orders__order_id`, `__ivm_customers__customer_id`) values (__ivm_s.`order_id`, __ivm_s.`amount`, __ivm_s.`region`, __ivm_s.`__ivm_orders__order_id`, __ivm_s.`__ivm_customers__customer_id`)
+
+-- 8: reset setting
+reset spark.databricks.delta.commitInfo.userMetadata
+
+-- 9: reset setting
+reset spark.databricks.delta.write.txnAppId
+
+-- 10: reset setting
+reset spark.databricks.delta.write.txnVersion

@@ -1,0 +1,41 @@
+-- 1: change set of raw.customers
+select case when l.__ivm_is_new then l.`customer_id` else f.`customer_id` end as `customer_id`, case when l.__ivm_is_new then l.`region` else f.`region` end as `region`, not f.__ivm_is_new as __ivm_old, l.__ivm_is_new as __ivm_new
+from (
+  select min_by(named_struct('customer_id', `customer_id`, 'region', `region`, '__ivm_is_new', _change_type in ('insert', 'update_postimage')), _commit_version * 2 + case when _change_type in ('update_preimage', 'delete') then 0 else 1 end) as f, max_by(named_struct('customer_id', `customer_id`, 'region', `region`, '__ivm_is_new', _change_type in ('insert', 'update_postimage')), _commit_version * 2 + case when _change_type in ('update_preimage', 'delete') then 0 else 1 end) as l
+  from (select * from raw.customers_changes where _commit_version <= 7 and _commit_version > 3) __ivm_log
+  group by `customer_id`
+) __ivm_net
+where (not f.__ivm_is_new or l.__ivm_is_new)
+  and not (not f.__ivm_is_new and l.__ivm_is_new and f.`customer_id` <=> l.`customer_id` and f.`region` <=> l.`region`)
+
+-- 2: write setting
+set spark.databricks.delta.commitInfo.userMetadata = {"dbt_ivm": 1, "model": "model.p.join_del_only", "refresh_id": "inv-1:model.p.join_del_only", "versions_to": {"raw.customers": "7", "raw.orders": "3"}}
+
+-- 3: write setting
+set spark.databricks.delta.write.txnAppId = dbt_ivm:analytics.join_del_only
+
+-- 4: write setting
+set spark.databricks.delta.write.txnVersion = 17673230450001
+
+-- 5: apply
+merge into analytics.join_del_only __ivm_t
+using (
+  select distinct true as __ivm_del, cast(null as bigint) as `order_id`, cast(null as decimal(10,2)) as `amount`, cast(null as string) as `region`, cast(null as bigint) as `__ivm_orders__order_id`, __ivm_v.`__ivm_customers__customer_id`
+  from analytics.join_del_only __ivm_v
+  left join (select `customer_id`, true as __ivm_hit from __ivm_join_del_only_chg_customers) __ivm_k_1 on __ivm_v.__ivm_customers__customer_id <=> __ivm_k_1.`customer_id`
+  where (__ivm_k_1.__ivm_hit is not null)
+  union all
+  select false as __ivm_del, `order_id`, `amount`, `region`, `__ivm_orders__order_id`, `__ivm_customers__customer_id` from (select * from analytics.join_del_only where false)
+) __ivm_s
+on __ivm_s.__ivm_del and __ivm_t.`__ivm_customers__customer_id` <=> __ivm_s.`__ivm_customers__customer_id`
+when matched then delete
+when not matched and not __ivm_s.__ivm_del then insert (`order_id`, `amount`, `region`, `__ivm_orders__order_id`, `__ivm_customers__customer_id`) values (__ivm_s.`order_id`, __ivm_s.`amount`, __ivm_s.`region`, __ivm_s.`__ivm_orders__order_id`, __ivm_s.`__ivm_customers__customer_id`)
+
+-- 6: reset setting
+reset spark.databricks.delta.commitInfo.userMetadata
+
+-- 7: reset setting
+reset spark.databricks.delta.write.txnAppId
+
+-- 8: reset setting
+reset spark.databricks.delta.write.txnVersion

@@ -1,0 +1,35 @@
+-- 1: change set of raw.orders
+select case when l.__ivm_is_new then l.`order_id` else f.`order_id` end as `order_id`, case when l.__ivm_is_new then l.`customer_id` else f.`customer_id` end as `customer_id`, case when l.__ivm_is_new then l.`amount` else f.`amount` end as `amount`, case when l.__ivm_is_new then l.`status` else f.`status` end as `status`, not f.__ivm_is_new as __ivm_old, l.__ivm_is_new as __ivm_new
+from (
+  select min_by(named_struct('order_id', `order_id`, 'customer_id', `customer_id`, 'amount', `amount`, 'status', `status`, '__ivm_is_new', _change_type in ('insert', 'update_postimage')), _commit_version * 2 + case when _change_type in ('update_preimage', 'delete') then 0 else 1 end) as f, max_by(named_struct('order_id', `order_id`, 'customer_id', `customer_id`, 'amount', `amount`, 'status', `status`, '__ivm_is_new', _change_type in ('insert', 'update_postimage')), _commit_version * 2 + case when _change_type in ('update_preimage', 'delete') then 0 else 1 end) as l
+  from (select * from table_changes('raw.orders', 4, 7)) __ivm_log
+  group by `order_id`
+) __ivm_net
+where (not f.__ivm_is_new or l.__ivm_is_new)
+  and not (not f.__ivm_is_new and l.__ivm_is_new and f.`order_id` <=> l.`order_id` and f.`customer_id` <=> l.`customer_id` and f.`amount` <=> l.`amount` and f.`status` <=> l.`status`)
+
+-- 2: rows to insert
+select * from (
+select o.order_id, o.amount, c.region , `o`.`order_id` as __ivm_orders__order_id, `c`.`customer_id` as __ivm_customers__customer_id from (select `order_id`, `customer_id`, `amount`, `status` from __ivm_join_ins_only_chg_orders where __ivm_new) o join raw.customers c on o.customer_id = c.customer_id where o.status <> 'cancelled'
+) __ivm_term_0
+
+-- 3: write setting
+set spark.databricks.delta.commitInfo.userMetadata = {"dbt_ivm": 1, "model": "model.p.join_ins_only", "refresh_id": "inv-1:model.p.join_ins_only", "versions_to": {"raw.customers": "3", "raw.orders": "7"}}
+
+-- 4: write setting
+set spark.databricks.delta.write.txnAppId = dbt_ivm:analytics.join_ins_only
+
+-- 5: write setting
+set spark.databricks.delta.write.txnVersion = 17673230450001
+
+-- 6: apply
+insert into analytics.join_ins_only (`order_id`, `amount`, `region`, `__ivm_orders__order_id`, `__ivm_customers__customer_id`) select `order_id`, `amount`, `region`, `__ivm_orders__order_id`, `__ivm_customers__customer_id` from __ivm_join_ins_only_ins
+
+-- 7: reset setting
+reset spark.databricks.delta.commitInfo.userMetadata
+
+-- 8: reset setting
+reset spark.databricks.delta.write.txnAppId
+
+-- 9: reset setting
+reset spark.databricks.delta.write.txnVersion

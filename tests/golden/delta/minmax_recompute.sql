@@ -1,0 +1,55 @@
+-- 1: change set of raw.orders
+select case when l.__ivm_is_new then l.`order_id` else f.`order_id` end as `order_id`, case when l.__ivm_is_new then l.`customer_id` else f.`customer_id` end as `customer_id`, case when l.__ivm_is_new then l.`amount` else f.`amount` end as `amount`, case when l.__ivm_is_new then l.`status` else f.`status` end as `status`, case when not f.__ivm_is_new then named_struct('order_id', f.`order_id`, 'customer_id', f.`customer_id`, 'amount', f.`amount`, 'status', f.`status`) end as __ivm_before, not f.__ivm_is_new as __ivm_old, l.__ivm_is_new as __ivm_new
+from (
+  select min_by(named_struct('order_id', `order_id`, 'customer_id', `customer_id`, 'amount', `amount`, 'status', `status`, '__ivm_is_new', _change_type in ('insert', 'update_postimage')), _commit_version * 2 + case when _change_type in ('update_preimage', 'delete') then 0 else 1 end) as f, max_by(named_struct('order_id', `order_id`, 'customer_id', `customer_id`, 'amount', `amount`, 'status', `status`, '__ivm_is_new', _change_type in ('insert', 'update_postimage')), _commit_version * 2 + case when _change_type in ('update_preimage', 'delete') then 0 else 1 end) as l
+  from (select * from table_changes('raw.orders', 4, 7)) __ivm_log
+  group by `order_id`
+) __ivm_net
+where (not f.__ivm_is_new or l.__ivm_is_new)
+  and not (not f.__ivm_is_new and l.__ivm_is_new and f.`order_id` <=> l.`order_id` and f.`customer_id` <=> l.`customer_id` and f.`amount` <=> l.`amount` and f.`status` <=> l.`status`)
+
+-- 2: affected groups (__ivm_minmax_recompute_groups)
+select distinct * from (
+select `__ivm_g_0` from (
+select  customer_id, customer_id as __ivm_g_0, count(*) as __ivm_count, max(amount) as __ivm_s0, count(*) as __ivm_s1  from (select `order_id`, `customer_id`, `amount`, `status` from __ivm_minmax_recompute_chg_orders where __ivm_new) `orders` group by customer_id
+) __ivm_t(`customer_id`, `__ivm_g_0`, `__ivm_count`, `__ivm_s0`, `__ivm_s1`)
+union all
+select `__ivm_g_0` from (
+select  customer_id, customer_id as __ivm_g_0, count(*) as __ivm_count, max(amount) as __ivm_s0, count(*) as __ivm_s1  from (select `order_id`, `customer_id`, `amount`, `status` from (select __ivm_before.* from __ivm_minmax_recompute_chg_orders where __ivm_old) __ivm_b) `orders` group by customer_id
+) __ivm_t(`customer_id`, `__ivm_g_0`, `__ivm_count`, `__ivm_s0`, `__ivm_s1`)
+) __ivm_a
+
+-- 3: recomputed groups (__ivm_minmax_recompute_ins)
+select __ivm_r.* from (
+select  customer_id, max(amount) as top, count(*) as n, customer_id as __ivm_g_0, count(*) as __ivm_count, max(amount) as __ivm_s0, count(*) as __ivm_s1  from (select * from raw.orders version as of 7) `orders` group by customer_id
+) __ivm_r left semi join __ivm_minmax_recompute_groups __ivm_a on __ivm_r.`__ivm_g_0` <=> __ivm_a.`__ivm_g_0`
+
+-- 4: write setting
+set spark.databricks.delta.commitInfo.userMetadata = {"dbt_ivm": 1, "model": "model.p.minmax_recompute", "refresh_id": "inv-1:model.p.minmax_recompute", "versions_to": {"raw.orders": "7"}}
+
+-- 5: write setting
+set spark.databricks.delta.write.txnAppId = dbt_ivm:analytics.minmax_recompute
+
+-- 6: write setting
+set spark.databricks.delta.write.txnVersion = 17673230450001
+
+-- 7: apply
+merge into analytics.minmax_recompute __ivm_t
+using (
+  select __ivm_a.`__ivm_g_0` as __ivm_mk_0, __ivm_r.*
+  from (select distinct `__ivm_g_0` from __ivm_minmax_recompute_groups) __ivm_a
+  left join (select *, true as __ivm_present from __ivm_minmax_recompute_ins) __ivm_r on __ivm_a.`__ivm_g_0` <=> __ivm_r.`__ivm_g_0`
+) __ivm_s
+on __ivm_t.`__ivm_g_0` <=> __ivm_s.__ivm_mk_0
+when matched and __ivm_s.__ivm_present is null then delete
+when matched then update set __ivm_t.`customer_id` = __ivm_s.`customer_id`, __ivm_t.`top` = __ivm_s.`top`, __ivm_t.`n` = __ivm_s.`n`, __ivm_t.`__ivm_g_0` = __ivm_s.`__ivm_g_0`, __ivm_t.`__ivm_count` = __ivm_s.`__ivm_count`, __ivm_t.`__ivm_s0` = __ivm_s.`__ivm_s0`, __ivm_t.`__ivm_s1` = __ivm_s.`__ivm_s1`
+when not matched and __ivm_s.__ivm_present then insert (`customer_id`, `top`, `n`, `__ivm_g_0`, `__ivm_count`, `__ivm_s0`, `__ivm_s1`) values (__ivm_s.`customer_id`, __ivm_s.`top`, __ivm_s.`n`, __ivm_s.`__ivm_g_0`, __ivm_s.`__ivm_count`, __ivm_s.`__ivm_s0`, __ivm_s.`__ivm_s1`)
+
+-- 8: reset setting
+reset spark.databricks.delta.commitInfo.userMetadata
+
+-- 9: reset setting
+reset spark.databricks.delta.write.txnAppId
+
+-- 10: reset setting
+reset spark.databricks.delta.write.txnVersion

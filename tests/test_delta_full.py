@@ -1,0 +1,183 @@
+"""The full differential suite on Delta Lake: the join and aggregate differential models
+stored as Delta tables (file_format='delta', every refresh one MERGE), and a model over
+Delta upstreams read through their change data feed (change_feed: delta).
+
+Delta's jars come from Maven. Where Maven is reachable, run (pyspark 4.2, see README
+"Delta Lake and Databricks"):
+
+    DBT_IVM_DELTA=1 .venv/bin/python -m pytest tests/test_delta_full.py
+
+Without DBT_IVM_DELTA=1 (and on machines that cannot reach Maven) every test here is
+skipped, and pytest reports it as skipped."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import strategies as st
+
+from tests import test_aggregate_differential as aggregates
+from tests import test_join_differential as joins
+from tests.support import IvmProject, RandomHistory, differential_history, refresh_after_random_batch
+
+pytestmark = pytest.mark.skipif(
+    os.environ.get("DBT_IVM_DELTA") != "1",
+    reason=(
+        "Delta Lake jars come from Maven, which this machine cannot reach (set DBT_IVM_DELTA=1 where it can)"
+    ),
+)
+
+DIFFERENTIAL = {
+    **{f"j_{name}": sql for name, sql in joins.MODELS.items()},
+    **{f"a_{name}": sql for name, sql in aggregates.MODELS.items()},
+}
+TABLES = {**joins.TABLES, **aggregates.TABLES}
+
+
+def delta_project(project: IvmProject) -> IvmProject:
+    """Every model of the project stored as Delta."""
+    path = project.root / "dbt_project.yml"
+    path.write_text(path.read_text() + "    +file_format: delta\n")
+    return project
+
+
+@pytest.fixture(scope="module")
+def history(project_factory) -> tuple[IvmProject, RandomHistory]:
+    project = delta_project(project_factory("delta_differential"))
+    return project, differential_history(project, DIFFERENTIAL, TABLES, seed=20261122)
+
+
+@settings(
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+    phases=[Phase.explicit, Phase.generate],
+)
+@given(data=st.data())
+def test_delta_models_match_definition(
+    history: tuple[IvmProject, RandomHistory], data: st.DataObject
+) -> None:
+    project, upstreams = history
+    refresh_after_random_batch(project, upstreams, list(DIFFERENTIAL), data)
+
+
+def test_refresh_is_one_commit_with_its_metadata(history: tuple[IvmProject, RandomHistory]) -> None:
+    project, _ = history
+    last = project.last_refresh("a_" + next(iter(aggregates.MODELS)))
+    table = last["relation"]
+    commits = project.spark.sql(f"describe history {table}").collect()
+    metadata = [json.loads(c["userMetadata"]) for c in commits if c["userMetadata"]]
+    assert metadata, "every write of an ivm Delta table carries its user metadata"
+    assert metadata[0]["refresh_id"] == last["refresh_id"]
+    assert all(c["operation"] in ("MERGE", "WRITE", "CREATE OR REPLACE TABLE AS SELECT") for c in commits)
+
+
+def test_delta_change_feed_upstreams(project_factory) -> None:
+    project = delta_project(project_factory("delta_cdf"))
+    spark = project.spark
+    for name, columns in (
+        ("orders", "id bigint, customer_id bigint, amount int"),
+        ("customers", "id bigint, region string"),
+    ):
+        spark.sql(
+            f"create table {project.raw}.{name} ({columns}) using delta "
+            "tblproperties ('delta.enableChangeDataFeed' = 'true')"
+        )
+    spark.sql(f"insert into {project.raw}.orders values (1, 1, 10), (2, 1, 20), (3, 2, null), (4, null, 5)")
+    spark.sql(f"insert into {project.raw}.customers values (1, 'eu'), (2, 'us'), (3, null)")
+    project.write(
+        "models/sources.yml",
+        f"""\
+        version: 2
+        sources:
+          - name: shop
+            schema: {project.raw}
+            tables:
+              - {{name: orders, meta: {{ivm: {{change_feed: delta, unique_key: [id]}}}}}}
+              - {{name: customers, meta: {{ivm: {{change_feed: delta, unique_key: [id]}}}}}}
+        """,
+    )
+    project.write(
+        "models/facts.sql",
+        """\
+        {{ config(materialized='ivm') }}
+        select o.id, o.amount, c.region from {{ source('shop', 'orders') }} o
+        join {{ source('shop', 'customers') }} c on o.customer_id = c.id
+        """,
+    )
+    project.write(
+        "models/by_region.sql",
+        """\
+        {{ config(materialized='ivm') }}
+        select c.region, count(*) as n, sum(o.amount) as total, max(o.amount) as top
+        from {{ source('shop', 'orders') }} o join {{ source('shop', 'customers') }} c on o.customer_id = c.id
+        group by c.region
+        """,
+    )
+    models = ["facts", "by_region"]
+    project.run()
+    project.assert_consistent(models, "after the first build")
+    batches = [
+        [f"insert into {project.raw}.orders values (5, 2, 7), (6, 3, 1)"],
+        [
+            f"update {project.raw}.orders set amount = amount + 1 where id in (1, 3)",
+            f"delete from {project.raw}.customers where id = 2",
+        ],
+        [
+            f"update {project.raw}.customers set region = 'apac' where id = 1",
+            f"delete from {project.raw}.orders where id = 2",
+            f"insert into {project.raw}.customers values (2, 'us')",
+        ],
+        [],
+    ]
+    for batch in batches:
+        for statement in batch:
+            spark.sql(statement)
+        project.run()
+        project.assert_consistent(models, f"after {batch}")
+        assert project.last_refresh("facts")["path"] in ("incremental", "no-op")
+
+
+def test_change_feed_error_fails_or_rebuilds(project_factory) -> None:
+    project = delta_project(project_factory("delta_cdf_errors"))
+    spark = project.spark
+    spark.sql(
+        f"create table {project.raw}.items (id bigint, v int) using delta "
+        "tblproperties ('delta.enableChangeDataFeed' = 'true')"
+    )
+    spark.sql(f"insert into {project.raw}.items values (1, 1), (2, 2)")
+    project.write(
+        "models/sources.yml",
+        f"""\
+        version: 2
+        sources:
+          - name: shop
+            schema: {project.raw}
+            tables:
+              - {{name: items, meta: {{ivm: {{change_feed: delta, unique_key: [id]}}}}}}
+        """,
+    )
+    project.write(
+        "models/items_copy.sql",
+        "{{ config(materialized='ivm') }}\nselect id, v from {{ source('shop', 'items') }}\n",
+    )
+    project.run()
+    # change data is not recorded for a part of the range
+    spark.sql(f"alter table {project.raw}.items set tblproperties ('delta.enableChangeDataFeed' = 'false')")
+    spark.sql(f"insert into {project.raw}.items values (3, 3)")
+    spark.sql(f"alter table {project.raw}.items set tblproperties ('delta.enableChangeDataFeed' = 'true')")
+    error = project.run_error()
+    assert "DELTA_MISSING_CHANGE_DATA" in error and "fix:" in error
+    project.write(
+        "models/items_copy.sql",
+        "{{ config(materialized='ivm', ivm_on_change_feed_error='rebuild') }}\n"
+        "select id, v from {{ source('shop', 'items') }}\n",
+    )
+    project.run("--full-refresh")
+    spark.sql(f"alter table {project.raw}.items set tblproperties ('delta.enableChangeDataFeed' = 'false')")
+    spark.sql(f"alter table {project.raw}.items set tblproperties ('delta.enableChangeDataFeed' = 'true')")
+    project.run()
+    last = project.last_refresh("items_copy")
+    assert last["path"] == "full" and "DELTA_MISSING_CHANGE_DATA" in last["reason"]
+    project.assert_consistent(["items_copy"], "after the rebuild")

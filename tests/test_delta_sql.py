@@ -1,0 +1,279 @@
+"""The Delta Lake path at the SQL level (no Delta jars needed): the statements the package
+generates for a Delta table and Delta upstreams, rendered by the real macros through
+`dbt run-operation` from hand-made refresh inputs, are snapshotted under
+tests/golden/delta/ (UPDATE_SNAPSHOTS=1 rewrites them), parse with sqlglot's Spark
+dialect, never delete with `DELETE ... IN (subquery)`, and match keys null-safely (<=>).
+Also: the Delta change-feed errors are classified, and each leads to the configured
+behaviour (fail with an explanation, or rebuild with the reason)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+import sqlglot
+from dbt_common.events.base_types import EventMsg
+from sqlglot import exp
+
+from tests.support import IvmProject
+
+GOLDEN = Path(__file__).parent / "golden" / "delta"
+MARK = "IVM_DELTA_SQL "
+
+# One macro renders every case: analyze the model SQL, build the refresh plan from the
+# case's hand-made change description, and return the statements of the Delta path.
+RENDER_MACRO = Path(__file__).parent / "golden" / "render_delta_cases.sql"
+
+ORDERS = {
+    "name": "raw.orders",
+    "short": "orders",
+    "key": ["order_id"],
+    "columns": [
+        ["order_id", "bigint"],
+        ["customer_id", "bigint"],
+        ["amount", "decimal(10,2)"],
+        ["status", "string"],
+    ],
+}
+CUSTOMERS = {
+    "name": "raw.customers",
+    "short": "customers",
+    "key": ["customer_id"],
+    "columns": [["customer_id", "bigint"], ["region", "string"]],
+}
+JOIN_SQL = (
+    "select o.order_id, o.amount, c.region from raw.orders o "
+    "join raw.customers c on o.customer_id = c.customer_id where o.status <> 'cancelled'"
+)
+JOIN_VISIBLE = [["order_id", "bigint"], ["amount", "decimal(10,2)"], ["region", "string"]]
+AGG_SQL = (
+    "select c.region, count(*) as n, sum(o.amount) as revenue from raw.orders o "
+    "join raw.customers c on o.customer_id = c.customer_id group by c.region"
+)
+AGG_VISIBLE = [["region", "string"], ["n", "bigint"], ["revenue", "decimal(20,2)"]]
+AGG_TYPES = {"__ivm_g_0": "string", "__ivm_s1": "decimal(20,2)"}
+MINMAX_SQL = "select customer_id, max(amount) as top, count(*) as n from raw.orders group by customer_id"
+MINMAX_VISIBLE = [["customer_id", "bigint"], ["top", "decimal(10,2)"], ["n", "bigint"]]
+MINMAX_TYPES = {"__ivm_g_0": "bigint", "__ivm_s0": "decimal(10,2)"}
+
+
+def with_change(
+    up: dict[str, Any], old: int = 0, new: bool = False, feed: str | None = None
+) -> dict[str, Any]:
+    changed = dict(up, change={"old": old, "new": new})
+    if feed:
+        changed["feed"] = feed
+    return changed
+
+
+CASES: list[dict[str, Any]] = [
+    # join-only: DEL/INS of orders (updates), INS only of customers (inserts)
+    {
+        "name": "join_del_ins",
+        "sql": JOIN_SQL,
+        "visible": JOIN_VISIBLE,
+        "upstreams": [with_change(ORDERS, old=2, new=True), with_change(CUSTOMERS, new=True)],
+    },
+    # join-only: DEL only (deletes of customers), the orders feed is a Delta change feed
+    {
+        "name": "join_del_only",
+        "sql": JOIN_SQL,
+        "visible": JOIN_VISIBLE,
+        "upstreams": [dict(ORDERS, feed="delta"), with_change(CUSTOMERS, old=1)],
+    },
+    # join-only, insert-only change: one INSERT
+    {
+        "name": "join_ins_only",
+        "sql": JOIN_SQL,
+        "visible": JOIN_VISIBLE,
+        "upstreams": [with_change(ORDERS, new=True, feed="delta"), CUSTOMERS],
+    },
+    {
+        "name": "agg_insert_only",
+        "sql": AGG_SQL,
+        "visible": AGG_VISIBLE,
+        "hidden_types": AGG_TYPES,
+        "upstreams": [with_change(ORDERS, new=True, feed="delta"), CUSTOMERS],
+    },
+    {
+        "name": "agg_delete_only",
+        "sql": AGG_SQL,
+        "visible": AGG_VISIBLE,
+        "hidden_types": AGG_TYPES,
+        "upstreams": [with_change(ORDERS, old=3), CUSTOMERS],
+    },
+    {
+        "name": "agg_mixed",
+        "sql": AGG_SQL,
+        "visible": AGG_VISIBLE,
+        "hidden_types": AGG_TYPES,
+        "upstreams": [
+            with_change(ORDERS, old=3, new=True, feed="delta"),
+            with_change(CUSTOMERS, old=1, new=True),
+        ],
+    },
+    {
+        "name": "agg_no_group_by",
+        "sql": "select count(*) as n, sum(amount) as revenue from raw.orders",
+        "visible": [["n", "bigint"], ["revenue", "decimal(20,2)"]],
+        "hidden_types": {"__ivm_s1": "decimal(20,2)"},
+        "upstreams": [with_change(ORDERS, old=1, new=True)],
+    },
+    {
+        "name": "distinct_mixed",
+        "sql": "select distinct customer_id, status from raw.orders",
+        "visible": [["customer_id", "bigint"], ["status", "string"]],
+        "upstreams": [with_change(ORDERS, old=1, new=True, feed="delta")],
+    },
+    # min/max after deletes: the affected groups are recomputed
+    {
+        "name": "minmax_recompute",
+        "sql": MINMAX_SQL,
+        "visible": MINMAX_VISIBLE,
+        "hidden_types": MINMAX_TYPES,
+        "upstreams": [with_change(ORDERS, old=2, new=True, feed="delta")],
+    },
+    {
+        "name": "full_rebuild",
+        "full": True,
+        "sql": JOIN_SQL,
+        "visible": JOIN_VISIBLE,
+        "partition_by": ["region"],
+        "upstreams": [dict(ORDERS, feed="delta"), CUSTOMERS],
+    },
+    {
+        "name": "full_rebuild_aggregate",
+        "full": True,
+        "sql": AGG_SQL,
+        "visible": AGG_VISIBLE,
+        "hidden_types": AGG_TYPES,
+        "upstreams": [dict(ORDERS, feed="delta"), dict(CUSTOMERS, feed="delta")],
+    },
+]
+
+# What Delta says (shortened from its messages) for each change-feed error it raises.
+DELTA_MESSAGES = {
+    "DELTA_CDC_START_VERSION_AFTER_LATEST": "Provided start version(8) for reading change data is after the "
+    "latest version available(5).",
+    "DELTA_MISSING_CHANGE_DATA": "Error getting change data for range [4 , 7] as change data was not "
+    "recorded for version [5].",
+    "DELTA_UNSUPPORTED_TIME_TRAVEL_BEYOND_DELETED_FILE_RETENTION_DURATION": "Cannot time travel beyond "
+    "delta.deletedFileRetentionDuration (168 HOURS).",
+    "DELTA_CHANGE_DATA_FEED_INCOMPATIBLE_SCHEMA_CHANGE": "Retrieving table changes between version 4 and 7 "
+    "failed because of an incompatible schema change.",
+}
+ERROR_TEXTS = {code: f"[{code}] {message}" for code, message in DELTA_MESSAGES.items()}
+
+
+@pytest.fixture(scope="module")
+def rendered(project_factory) -> dict[str, Any]:
+    project: IvmProject = project_factory("delta_sql")
+    project.write("macros/render_delta_cases.sql", RENDER_MACRO.read_text())
+    lines: list[str] = []
+
+    def capture(event: EventMsg) -> None:
+        if event.info.name == "JinjaLogInfo" and event.data.msg.startswith(MARK):
+            lines.append(event.data.msg[len(MARK) :])
+
+    args = {"cases": CASES, "error_texts": [*ERROR_TEXTS.values(), "some other failure"]}
+    project.dbt.invoke("run-operation", "render_delta_cases", "--args", json.dumps(args), callbacks=[capture])
+    assert len(lines) == 1, "the macro logs its results once"
+    return json.loads(lines[0])
+
+
+def golden_text(statements: list[list[str]]) -> str:
+    parts = [f"-- {i + 1}: {label}\n{sql.strip()}\n" for i, (label, sql) in enumerate(statements)]
+    return "\n".join(parts)
+
+
+def parse(sql: str) -> exp.Expression | None:
+    """sqlglot's Spark dialect; RESET <conf> (Spark SQL) is not in sqlglot's grammar."""
+    if re.fullmatch(r"reset [A-Za-z0-9_.]+", sql.strip()):
+        return None
+    return sqlglot.parse_one(sql, read="spark")
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c["name"] for c in CASES])
+def test_delta_statements(rendered: dict[str, Any], case: dict[str, Any]) -> None:
+    result = rendered["cases"][case["name"]]
+    assert result["issues"] == [], result["issues"]
+    statements = result["statements"]
+    text = golden_text(statements)
+    path = GOLDEN / f"{case['name']}.sql"
+    if os.environ.get("UPDATE_SNAPSHOTS") or not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    assert text == path.read_text(), f"{path} differs (UPDATE_SNAPSHOTS=1 rewrites it)"
+
+    applies = [sql for label, sql in statements if label == "apply"]
+    assert len(applies) == 1, "one write statement per refresh"
+    for label, sql in statements:
+        tree = parse(sql)
+        assert not re.search(r"\bdelete\s+from\b[^;]*\bin\s*\(\s*select", sql, re.I | re.S), label
+        if tree is None:
+            continue
+        for delete in tree.find_all(exp.Delete):
+            assert not any(i.args.get("query") for i in delete.find_all(exp.In)), (
+                f"{label}: DELETE ... IN (subquery)"
+            )
+        for merge in tree.find_all(exp.Merge):
+            on = merge.args["on"]
+            assert not list(on.find_all(exp.EQ)), f"{label}: keys must match with <=>: {on.sql('spark')}"
+            if not isinstance(on, exp.Boolean):
+                assert list(on.find_all(exp.NullSafeEQ)), (
+                    f"{label}: no null-safe key match in {on.sql('spark')}"
+                )
+
+    apply = applies[0].lower()
+    settings = [sql for label, sql in statements if label == "write setting"]
+    resets = [sql for label, sql in statements if label == "reset setting"]
+    metadata = json.loads(settings[0].split(" = ", 1)[1])
+    assert metadata["refresh_id"] == f"inv-1:model.p.{case['name']}"
+    assert set(metadata["versions_to"]) == {u["name"] for u in case["upstreams"]}
+    assert len(resets) == len(settings)
+    if case.get("full"):
+        assert apply.startswith("create or replace table analytics.")
+        assert "using delta" in apply
+        assert len(settings) == 1, "CREATE OR REPLACE carries user metadata only"
+    else:
+        assert any("txnappid" in s.lower() for s in settings) and any(
+            "txnversion" in s.lower() for s in settings
+        )
+        shape = "insert" if case["name"] == "join_ins_only" else "merge"
+        assert apply.startswith(shape + " into analytics.")
+    for up in case["upstreams"]:
+        changes = [sql for label, sql in statements if label == f"change set of {up['name']}"]
+        if up.get("feed") == "delta" and changes:
+            # versions (3, 7]: table_changes bounds are inclusive
+            assert f"table_changes('{up['name']}', 4, 7)" in changes[0]
+        if up.get("feed") == "delta" and case.get("full"):
+            # a rebuild reads a Delta upstream exactly at the fixed version
+            assert f"from {up['name']} version as of 3)" in apply
+
+
+def test_txn_versions_differ_per_statement(rendered: dict[str, Any]) -> None:
+    """Two statements of one refresh carry distinct txnVersions (full build: 0, apply: 1 would
+    both be set only on idempotent writes), and the version grows with the refresh's start."""
+    statements = rendered["cases"]["agg_mixed"]["statements"]
+    version = next(sql for label, sql in statements if label == "write setting" and "txnVersion" in sql)
+    assert version.endswith(str(1767323045000 * 10 + 1))
+
+
+@pytest.mark.parametrize("code", sorted(ERROR_TEXTS))
+def test_change_feed_errors(rendered: dict[str, Any], code: str) -> None:
+    decisions = rendered["errors"][ERROR_TEXTS[code]]
+    fail, rebuild = decisions["fail"], decisions["rebuild"]
+    assert fail["action"] == "fail"
+    assert code in fail["text"] and "fix:" in fail["text"] and "shop.orders" in fail["text"]
+    assert "Delta said: " + ERROR_TEXTS[code] in fail["text"]
+    assert rebuild["action"] == "rebuild"
+    assert rebuild["text"].startswith("change feed of shop.orders unreadable (" + code)
+    assert rebuild["text"].endswith("ivm_on_change_feed_error=rebuild")
+
+
+def test_other_errors_are_not_change_feed_errors(rendered: dict[str, Any]) -> None:
+    assert rendered["errors"]["some other failure"]["fail"]["action"] == "unknown"
