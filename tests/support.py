@@ -189,14 +189,16 @@ class RandomHistory:
             project.create_table(name, spec.columns, rows)
             self.tables[name] = project.logged_table(name, ["id"])
 
-    def draw_ops(self, data: Any, table: str) -> list[Op]:
-        """Up to 4 operations valid against the evolving state; one key may change several times."""
-        state = self.rows[table]
+    def draw_ops(self, data: Any, table: str) -> tuple[list[Op], dict[int, dict[str, Any]]]:
+        """Up to 4 operations valid against the table's state, and the state after them; one
+        key may change several times. The draws never depend on the state (values are
+        drawn for deletes too), so hypothesis sees the same choices whatever the history."""
+        state = dict(self.rows[table])
         ops: list[Op] = []
-        # the draws never depend on the state, so hypothesis can replay an example
         for _ in range(data.draw(st.integers(0, 4), label=f"{table} op count")):
             kind = data.draw(st.sampled_from(["insert", "update", "update", "delete", "delete"]), label="op")
             pick = data.draw(st.integers(0, 1 << 16), label="key pick")
+            values = {c: data.draw(s, label=f"{table}.{c}") for c, s in self.specs[table].values.items()}
             if kind == "insert" or not state:
                 kind = "insert"
                 self.next_id += 1
@@ -206,18 +208,20 @@ class RandomHistory:
             if kind == "delete":
                 del state[key]
                 ops.append(Op("delete", {"id": key}))
-                continue
-            values = {c: data.draw(s, label=f"{table}.{c}") for c, s in self.specs[table].values.items()}
-            state[key] = {"id": key, **values}
-            ops.append(Op(kind, state[key]))
-        return ops
+            else:
+                state[key] = {"id": key, **values}
+                ops.append(Op(kind, state[key]))
+        return ops, state
 
     def commit_batch(self, data: Any) -> str:
         """Draw and commit one batch on every table; returns what was committed."""
         committed = []
         for name, table in self.tables.items():
-            ops = self.draw_ops(data, name)
+            ops, after = self.draw_ops(data, name)
             table.apply(ops)
+            # only what reached the table: an example hypothesis abandons while drawing
+            # must not change the history
+            self.rows[name] = after
             committed.append(f"{name}: {[(op.kind, op.row['id']) for op in ops]}")
         return "; ".join(committed)
 
