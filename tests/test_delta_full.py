@@ -137,6 +137,16 @@ def test_delta_change_feed_upstreams(project_factory) -> None:
         project.run()
         project.assert_consistent(models, f"after {batch}")
         assert project.last_refresh("facts")["path"] in ("incremental", "no-op")
+    # a refresh that committed its MERGE but crashed before logging success: the commit's
+    # user metadata shows it committed, so the next run neither repairs nor rebuilds
+    spark.sql(f"insert into {project.raw}.orders values (7, 1, 3)")
+    project.run()
+    project.relog(project.last_refresh("by_region")["refresh_id"], "started")
+    spark.sql(f"delete from {project.raw}.orders where id = 7")
+    project.run()
+    last = project.last_refresh("by_region")
+    assert last["path"] == "incremental" and "interrupted" not in last["reason"], last
+    project.assert_consistent(models, "after a refresh that follows an interrupted one")
 
 
 def test_change_feed_error_fails_or_rebuilds(project_factory) -> None:

@@ -245,3 +245,26 @@ as {{ build_sql }}
   {%- endif -%}
   {%- do dbt_ivm.ivm_delta_write(target, dbt_ivm.ivm_delta_build_sql(target, build_sql, partition_by), entry, 0, false) -%}
 {% endmacro %}
+
+{#- Exactly-once after an interrupted refresh of a Delta table. Its one write either
+    committed or did not; the commit's user metadata says which. Committed: the refresh
+    is complete, so the next one starts from the versions it reached. Not committed: the
+    table is untouched, so the next one starts from the last successful refresh. Either
+    way no re-apply by key is needed. Returns the state to refresh from. -#}
+{% macro ivm_delta_resolve_interrupted(existing, state, exact_reads) %}
+  {%- set history = run_query('describe history ' ~ existing ~ ' limit 1') -%}
+  {%- set names = history.column_names | map('lower') | list -%}
+  {%- set text = history.rows[0][names.index('usermetadata')] if history.rows and 'usermetadata' in names else none -%}
+  {%- set metadata = fromjson(text) if text and (text | string).startswith('{') else {} -%}
+  {%- set interrupted = state.interrupted -%}
+  {%- if metadata.get('refresh_id') == interrupted.refresh_id and interrupted.definition_hash -%}
+    {{ log('dbt_ivm: the interrupted refresh ' ~ interrupted.refresh_id ~ ' committed its write to ' ~ existing ~ ': continuing from the versions it reached', info=true) }}
+    {#- a plain change log may have advanced while that refresh read its table -#}
+    {%- set repair = none if exact_reads else 'the last refresh was interrupted after its commit, an upstream change log may have advanced during it' -%}
+    {{ return({'last_success': {'versions': interrupted.versions, 'definition_hash': interrupted.definition_hash}, 'repair': repair}) }}
+  {%- endif -%}
+  {%- if state.last_success is none -%}{{ return(state) }}{%- endif -%}
+  {{ log('dbt_ivm: the interrupted refresh ' ~ interrupted.refresh_id ~ ' did not commit to ' ~ existing ~ ': refreshing from the last successful one', info=true) }}
+  {%- set repair = 'an upstream change log advanced during the last refresh' if state.last_success.get('logs_advanced') else none -%}
+  {{ return({'last_success': state.last_success, 'repair': repair}) }}
+{% endmacro %}

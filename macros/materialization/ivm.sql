@@ -50,6 +50,11 @@
   {%- for i in tk.sig -%}{%- do words.append(tk.tokens[i].v) -%}{%- endfor -%}
   {%- set definition_hash = local_md5(words | join(' ') ~ tojson(declarations) ~ tojson(settings.partition_by) ~ (' delta' if settings.file_format == 'delta' else '')) -%}
   {%- set state = dbt_ivm.ivm_read_state(model.unique_id) -%}
+  {%- if settings.file_format == 'delta' and existing is not none and state.get('interrupted') -%}
+    {#- reads are exact (no read-ahead to repair) when no upstream is a plain change log -#}
+    {%- set exact = not (plan | map(attribute='up') | selectattr('kind', 'equalto', 'change_log') | rejectattr('feed', 'equalto', 'delta') | list) -%}
+    {%- set state = dbt_ivm.ivm_delta_resolve_interrupted(existing, state, exact) -%}
+  {%- endif -%}
   {%- set versions_to = dbt_ivm.ivm_current_versions(plan | map(attribute='up') | list) -%}
   {%- do entry.update({'versions_to': versions_to, 'definition_hash': definition_hash, 'watch': plan | map(attribute='up') | list}) -%}
 
