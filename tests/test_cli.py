@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 from dbt_ivm.analysis import CATALOG
 from dbt_ivm.cli import main
@@ -291,3 +292,9 @@ def test_console_script_runs_without_dbt_or_spark(project: Path) -> None:
     )
     assert installed.returncode == 1
     assert "IVM020 outer join" in installed.stdout
+
+
+def test_the_yaml_a_fix_suggests_is_valid() -> None:
+    suggested = LEGACY_FIX.split("e.g. ", 1)[1].split("  or,", 1)[0]
+    table = yaml.safe_load(suggested)["sources"][0]["tables"][0]
+    assert table["meta"]["ivm"] == {"unique_key": ["id"], "change_log": "legacy_changes"}
