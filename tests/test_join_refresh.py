@@ -231,7 +231,8 @@ def test_unsupported_model_can_opt_into_full_rebuild(project: IvmProject, shop: 
         "models/region_totals.sql",
         """\
         {{ config(materialized='ivm', ivm_on_unsupported='full_rebuild') }}
-        select c.region, o.order_id, sum(o.amount) over (partition by c.region) as region_total
+        select c.region, o.order_id,
+               row_number() over (partition by c.region order by o.order_id) as rank_in_region
         from {{ source('shop', 'orders') }} o
         join {{ source('shop', 'customers') }} c on o.customer_id = c.customer_id
         """,
