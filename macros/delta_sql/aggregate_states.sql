@@ -22,7 +22,7 @@
     {%- set select = ' ' ~ dbt_ivm.ivm_range_text(parsed, main.select_s, from_kw) ~ ', count(*) as __ivm_count ' -%}
     {%- set template = dbt_ivm.ivm_rewrite_template(parsed, hidden, [{'s': main.distinct_pos, 'e': from_kw, 'text': select}], '\ngroup by all') -%}
     {{ return({'kind': 'distinct', 'full': template, 'delta': template, 'groups': [], 'states': [], 'calls': [],
-               'items': main['items'], 'parsed': parsed, 'grouped': true}) }}
+               'items': main['items'], 'parsed': parsed}) }}
   {%- endif -%}
   {%- set groups = [] -%}
   {%- for g in aggregation.group_exprs -%}
@@ -72,6 +72,5 @@
   {{ return({'kind': 'aggregate',
              'full': dbt_ivm.ivm_rewrite_template(parsed, hidden, [{'s': main.select_s, 'e': from_kw, 'text': full_select}]),
              'delta': dbt_ivm.ivm_rewrite_template(parsed, hidden, delta_edits),
-             'groups': groups, 'states': states, 'calls': calls, 'items': items, 'parsed': parsed,
-             'grouped': groups | length > 0}) }}
+             'groups': groups, 'states': states, 'calls': calls, 'items': items, 'parsed': parsed}) }}
 {% endmacro %}
