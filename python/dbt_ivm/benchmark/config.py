@@ -28,6 +28,8 @@ class BenchConfig:
     schema: str = "bench"
     seed: int = 5
     check: bool = True
+    # exact: EXCEPT ALL both ways; fingerprint: row count and sum of row hashes (large tables)
+    check_method: str = "exact"
     spark_conf: dict[str, str] = field(default_factory=lambda: dict(BENCH_SPARK_CONF))
     command: str = ""
     # the dbt package under test; None: this source checkout
@@ -111,6 +113,13 @@ def parse_args(argv: Sequence[str] | None, prog: str = "python -m dbt_ivm.benchm
     parser.add_argument("--seed", type=int, default=5, help="seed of the change batches")
     parser.add_argument("--no-check", action="store_true", help="skip the table == definition check")
     parser.add_argument(
+        "--check",
+        choices=("exact", "fingerprint"),
+        default="exact",
+        help="exact: EXCEPT ALL both ways (default); fingerprint: row counts and sums of 64-bit "
+        "row hashes, one scan per side, for SF 1 and above",
+    )
+    parser.add_argument(
         "--spark-conf",
         type=_conf,
         action="append",
@@ -139,6 +148,7 @@ def parse_args(argv: Sequence[str] | None, prog: str = "python -m dbt_ivm.benchm
         schema=args.schema,
         seed=args.seed,
         check=not args.no_check,
+        check_method=args.check,
         spark_conf={**BENCH_SPARK_CONF, **dict(args.spark_conf)},
         command=" ".join([prog, *(argv if argv is not None else [])]),
         package_dir=args.package_dir,

@@ -123,6 +123,22 @@ class BenchProject:
         )
         return row[0].asDict(recursive=True) if row else None
 
+    def fingerprints(self, model: str) -> tuple[tuple[int, int], tuple[int, int]]:
+        """(rows, sum of 64-bit row hashes) of the table and of its definition view: equal
+        multisets give equal pairs; a difference goes unnoticed only if the hash sums
+        collide. One scan per side and no shuffle, for tables too large for `differences`.
+        Each column's hash is preceded by its is-null flag, since xxhash64 skips NULLs."""
+        table = f"{self.schema}.{model}"
+        definition = f"{self.schema}.__ivm_def__{model}"
+        names = [c for c in self.spark.table(table).columns if not c.startswith("__ivm_")]
+        hashed = ", ".join(f"`{c}` is null, `{c}`" for c in names)
+        sides = []
+        for relation in (table, definition):
+            total = f"coalesce(sum(cast(xxhash64({hashed}) as decimal(38, 0))), 0)"
+            row = self.spark.sql(f"select count(*), {total} from {relation}").first()
+            sides.append((int(row[0]), int(row[1])))
+        return sides[0], sides[1]
+
     def differences(self, model: str) -> tuple[int, int]:
         """Rows only in the table and only in the definition view, as multisets (`__ivm_`
         columns excluded): the row counts of `table EXCEPT ALL definition` and of

@@ -64,8 +64,12 @@ def markdown(result: BenchResult) -> str:
         "log, split into change read / delta / apply / bookkeeping when the log records it.",
         "*changed rows* are the change-log rows a batch wrote (lineitem / orders / customer;",
         "an update writes two), *-/+ rows* what the refresh deleted and inserted in the table.",
-        "*check*: after every refresh the table equals its definition view as multisets (the",
-        "row counts of EXCEPT ALL both ways are 0).",
+        "*check*: after every refresh the table equals its definition view as multisets"
+        + (
+            " (row counts and sums of 64-bit row hashes are equal: `--check fingerprint`)."
+            if config.get("check_method") == "fingerprint"
+            else " (the row counts of EXCEPT ALL both ways are 0)."
+        ),
         "",
     ]
     lines += _builds(result) + _fixed(result)

@@ -141,7 +141,9 @@ def _build(
         else:
             build["rows"] = refresh_entry(project, workload.ivm_model)["rows_inserted"]
             if config.check:
-                build["check"], build["differences"], build["error"] = check(project, workload.ivm_model)
+                build["check"], build["differences"], build["error"] = check(
+                    project, workload.ivm_model, config.check_method
+                )
             progress.line(
                 f"  ivm {ivm.wall_s:.1f} s, table {table.wall_s:.1f} s, {build['rows']} rows, "
                 f"check {build['check']}"
@@ -172,7 +174,7 @@ def _measure_point(
     project: BenchProject, workload: Workload, config: BenchConfig, progress: Progress, sample: Sample
 ) -> None:
     progress.line(f"  {workload.name}: refresh{', check' if config.check else ''}, rebuild ...")
-    ok = measure_refresh(project, workload.ivm_model, sample, config.check)
+    ok = measure_refresh(project, workload.ivm_model, sample, config.check, config.check_method)
     if not ok:
         # start the next point from a correct table
         resync = project.run(workload.ivm_model, "--full-refresh")
@@ -209,7 +211,7 @@ def _catch_up(
             catch.errors.append(f"refresh failed: {first_line(outcome.error)}")
             catch.check = "not run"
         elif config.check:
-            catch.check, catch.differences, error = check(project, workload.ivm_model)
+            catch.check, catch.differences, error = check(project, workload.ivm_model, config.check_method)
             if error:
                 catch.errors.append(error)
         progress.line(f"  {outcome.wall_s:.1f} s, {catch.path}, check {catch.check}")
