@@ -48,7 +48,9 @@ ANALYZE_CASES_MACRO = (
     {%- for u in dbt_ivm.ivm_upstreams(node) -%}
       {%- set problems = [] -%}
       {%- for p in u.problems -%}{%- do problems.append([p.code, p.fix]) -%}{%- endfor -%}
-      {%- do ups.append({'name': u.name, 'parts': u.parts, 'kind': u.kind, 'problems': problems}) -%}
+      {%- set up = {'name': u.name, 'parts': u.parts, 'kind': u.kind, 'feed': u.feed} -%}
+      {%- do up.update({'problems': problems}) -%}
+      {%- do ups.append(up) -%}
     {%- endfor -%}
     {%- do declared.update({node.name: ups}) -%}
   {%- endfor -%}
@@ -72,6 +74,7 @@ sources:
       - {name: views, meta: {ivm: {watermark: loaded_at}}}
       - {name: no_feed}
       - {name: no_key, meta: {ivm: {change_log: no_key_changes}}}
+      - {name: keyed, meta: {ivm: {unique_key: [order_id]}}}
 models:
   - {name: base, config: {meta: {ivm: {unique_key: [id], change_log: base_changes}}}}
   - {name: undeclared}
@@ -85,7 +88,8 @@ UPSTREAM_MODELS = {
         "join {{ source('shop', 'customers') }} c on o.customer_id = c.customer_id\n"
         "join {{ source('shop', 'views') }} v on v.order_id = o.order_id\n"
         "join {{ source('shop', 'no_feed') }} f on f.order_id = o.order_id\n"
-        "join {{ source('shop', 'no_key') }} k on k.order_id = o.order_id"
+        "join {{ source('shop', 'no_key') }} k on k.order_id = o.order_id\n"
+        "join {{ source('shop', 'keyed') }} d on d.order_id = o.order_id"
     ),
     "model_facts": (
         "{{ config(materialized='ivm') }}\n"
@@ -139,6 +143,7 @@ def test_upstream_declarations_agree(jinja_run: tuple[dict[str, Any], Path]) -> 
                 "name": u.name,
                 "parts": list(u.parts),
                 "kind": u.kind,
+                "feed": u.feed,
                 "problems": [list(p) for p in u.problems],
             }
             for u in model.upstreams
@@ -154,6 +159,7 @@ def test_upstream_declarations_agree(jinja_run: tuple[dict[str, Any], Path]) -> 
         "shop.views": [],
         "shop.no_feed": ["IVM031"],
         "shop.no_key": ["IVM030"],
+        "shop.keyed": [],
         "base": [],
         "undeclared": ["IVM031"],
     }

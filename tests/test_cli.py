@@ -18,7 +18,8 @@ from tests.manifests import ManifestBuilder, shop_manifest
 
 LEGACY_FIX = (
     "declare how changes of shop.legacy are read, e.g. sources: [{name: shop, tables: [{name: legacy, "
-    "meta: {ivm: {unique_key: [id], change_log: legacy_changes}}}]}]  or, for an append-only table, "
+    "meta: {ivm: {unique_key: [id], change_log: legacy_changes}}}]}]  or, for a Delta table with change "
+    "data feed, only its key {ivm: {unique_key: [id]}}, or, for an append-only table, "
     "{ivm: {watermark: loaded_at}}"
 )
 
@@ -153,6 +154,7 @@ def test_explain_json(project: Path, capsys: pytest.CaptureFixture[str]) -> None
             "kind": "append_only",
             "unique_key": [],
             "change_log": None,
+            "feed": None,
             "watermark": "loaded_at",
         }
     ]
@@ -187,6 +189,48 @@ def test_upstream_declaration_problems_carry_the_yaml_to_add() -> None:
             "unique_key: [id]}}}]}]",
         ),
     )
+
+
+def test_a_key_alone_declares_a_delta_change_feed_checked_at_run_time(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    m = ManifestBuilder()
+    events = m.source("events", {"unique_key": ["id"]})
+    m.model("event_facts", "select e.id from raw.events e", [events])
+    m.write(tmp_path / "target/manifest.json")
+    (model,) = read_models(json.loads((tmp_path / "target/manifest.json").read_text()))
+    (upstream,) = model.upstreams
+    assert (upstream.kind, upstream.feed, upstream.change_log, upstream.problems) == (
+        "change_log", "detect", "table_changes(raw.events)", ()
+    )  # fmt: skip
+    code, out, _ = explain(tmp_path, capsys)
+    assert code == 0
+    assert (
+        "Delta change data feed table_changes(raw.events), row key id (checked at run time: "
+        "a Delta table with delta.enableChangeDataFeed=true, else IVM031)"
+    ) in out
+
+
+@pytest.mark.parametrize(
+    ("setting", "value", "message"),
+    [
+        ("ivm_on_change_feed_error", "retry", "must be 'fail' or 'rebuild', got 'retry'."),
+        ("ivm_rebuild_above", 0, "ivm_rebuild_above must be a positive number"),
+        ("ivm_rebuild_above", True, "or false to never rebuild for size, got 'True'."),
+        ("ivm_rebuild_above", "high", "got 'high'."),
+    ],
+)
+def test_invalid_refresh_settings_fail_like_the_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], setting: str, value: object, message: str
+) -> None:
+    m = ManifestBuilder()
+    orders = m.source("orders", {"unique_key": ["order_id"], "change_log": "orders_changes"})
+    m.model("typo", "select o.order_id from raw.orders o", [orders], **{setting: value})
+    m.write(tmp_path / "target/manifest.json")
+    code, out, _ = explain(tmp_path, capsys)
+    assert code == 1
+    (line,) = [line for line in out.splitlines() if line.strip().startswith("error: Model 'typo': ")]
+    assert setting in line and message in line
 
 
 def test_invalid_settings_fail_with_the_run_time_message(

@@ -169,6 +169,42 @@ DELTA_MESSAGES = {
 ERROR_TEXTS = {code: f"[{code}] {message}" for code, message in DELTA_MESSAGES.items()}
 
 
+FEED_ON = "[delta.enableChangeDataFeed=true, delta.minReaderVersion=1, delta.minWriterVersion=4]"
+
+
+def described(provider: str, properties: str) -> list[list[str]]:
+    """Rows of DESCRIBE TABLE EXTENDED as Spark prints them: columns, then the details."""
+    return [
+        ["order_id", "bigint", ""],
+        ["", "", ""],
+        ["# Detailed Table Information", "", ""],
+        ["Name", "spark_catalog.raw.orders", ""],
+        ["Provider", provider, ""],
+        ["Table Properties", properties, ""],
+    ]
+
+
+# upstreams that declare only unique_key: DESCRIBE rows -> (read as a Delta change feed?, what)
+DESCRIBED: dict[str, tuple[list[list[str]], dict[str, Any]]] = {
+    "delta_with_feed": (
+        described("delta", FEED_ON),
+        {"ok": True, "what": "a Delta table with change data feed"},
+    ),
+    "delta_feed_off": (
+        described("delta", "[delta.enableChangeDataFeed=false, delta.minReaderVersion=1]"),
+        {"ok": False, "what": "a Delta table without delta.enableChangeDataFeed=true"},
+    ),
+    "delta_no_properties": (
+        described("delta", "[delta.minReaderVersion=1, delta.minWriterVersion=2]"),
+        {"ok": False, "what": "a Delta table without delta.enableChangeDataFeed=true"},
+    ),
+    "parquet_with_the_property": (
+        described("parquet", "[delta.enableChangeDataFeed=true]"),
+        {"ok": False, "what": "a parquet table, not a Delta table"},
+    ),
+}
+
+
 @pytest.fixture(scope="module")
 def rendered(project_factory) -> dict[str, Any]:
     project: IvmProject = project_factory("delta_sql")
@@ -179,7 +215,11 @@ def rendered(project_factory) -> dict[str, Any]:
         if event.info.name == "JinjaLogInfo" and event.data.msg.startswith(MARK):
             lines.append(event.data.msg[len(MARK) :])
 
-    args = {"cases": CASES, "error_texts": [*ERROR_TEXTS.values(), "some other failure"]}
+    args = {
+        "cases": CASES,
+        "error_texts": [*ERROR_TEXTS.values(), "some other failure"],
+        "describe_rows": {name: rows for name, (rows, _) in DESCRIBED.items()},
+    }
     project.dbt.invoke("run-operation", "render_delta_cases", "--args", json.dumps(args), callbacks=[capture])
     assert len(lines) == 1, "the macro logs its results once"
     return json.loads(lines[0])
@@ -277,3 +317,12 @@ def test_change_feed_errors(rendered: dict[str, Any], code: str) -> None:
 
 def test_other_errors_are_not_change_feed_errors(rendered: dict[str, Any]) -> None:
     assert rendered["errors"]["some other failure"]["fail"]["action"] == "unknown"
+
+
+@pytest.mark.parametrize("name", sorted(DESCRIBED))
+def test_a_key_alone_reads_the_delta_change_feed_only_when_it_is_on(
+    rendered: dict[str, Any], name: str
+) -> None:
+    """ivm_detect_change_feeds decides from DESCRIBE TABLE EXTENDED; the parquet case also
+    runs for real in tests/test_errors.py (IVM031 with what the table is)."""
+    assert rendered["feeds"][name] == DESCRIBED[name][1]

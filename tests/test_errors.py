@@ -13,6 +13,7 @@ SOURCES = {
     "no_feed": None,
     "no_key": "change_log: no_key_changes",
     "no_log": "unique_key: [id], change_log: missing_changes",
+    "key_only": "unique_key: [id]",
 }
 
 ORDERS = "{{ source('shop', 'orders') }}"
@@ -29,6 +30,17 @@ BAD_MODELS: dict[str, tuple[str, list[str]]] = {
     "missing_row_key": (
         f"select o.order_id from {ORDERS} o join {{{{ source('shop', 'no_key') }}}} k on o.order_id = k.id",
         ["IVM030", "upstream shop.no_key", "unique_key: [id]"],
+    ),
+    "not_a_delta_feed": (
+        f"select o.order_id from {ORDERS} o join {{{{ source('shop', 'key_only') }}}} d on o.order_id = d.id",
+        [
+            "IVM031",
+            "upstream shop.key_only",
+            "declares only unique_key, which is enough for a Delta table with change data feed",
+            "a parquet table, not a Delta table",
+            "delta.enableChangeDataFeed",
+            "change_log: <relation>",
+        ],
     ),
     "missing_change_log": (
         f"select o.order_id from {ORDERS} o join {{{{ source('shop', 'no_log') }}}} m on o.order_id = m.id",
@@ -115,7 +127,7 @@ def failures(project_factory) -> dict[str, str]:
     project.create_table("customers", "customer_id bigint, region string")
     project.logged_table("orders", ["order_id"])
     project.logged_table("customers", ["customer_id"])
-    for table in ("no_feed", "no_key", "no_log"):
+    for table in ("no_feed", "no_key", "no_log", "key_only"):
         project.create_table(table, "id bigint")
     project.logged_table("no_key", ["id"])
     for name, (sql, _) in BAD_MODELS.items():

@@ -14,7 +14,7 @@
     'IVM021': {'what': 'join without an equality between columns (cross, natural or theta join)', 'fix': 'join on equality of columns (a.x = b.y); extra non-equality conditions may follow with AND'},
     'IVM022': {'what': 'self-join: the same upstream appears more than once', 'fix': 'create a second upstream model (a view over the same table) for the second role'},
     'IVM030': {'what': 'upstream without a row key', 'fix': 'declare the row key of the upstream in its YAML'},
-    'IVM031': {'what': 'upstream without a change feed', 'fix': 'declare a change log relation or an append-only watermark column for the upstream in its YAML'},
+    'IVM031': {'what': 'upstream without a change feed', 'fix': 'declare a change log relation (with unique_key), only unique_key for a Delta table with change data feed, or an append-only watermark column for the upstream in its YAML'},
     'IVM032': {'what': 'declared change log relation does not exist or lacks the change columns', 'fix': 'create the change log with the upstream columns plus _change_type, _commit_version and _commit_timestamp, or fix its name'},
     'IVM040': {'what': 'aggregate or DISTINCT inside a CTE or derived table', 'fix': 'keep aggregation in the outermost query: make the inner aggregate its own ivm model and ref() it'},
     'IVM041': {'what': 'SELECT * in an aggregate query', 'fix': 'list the group columns and the aggregates explicitly'},

@@ -1,7 +1,10 @@
 {#- Upstream declarations. Every ref() or source() of an ivm model declares, in the
     `ivm` key of its meta, how its changes are read:
       change log : {unique_key: [...], change_log: <relation>}   (Delta CDF schema)
-      Delta CDF  : {unique_key: [...], change_feed: delta}       (table_changes of the table itself)
+      Delta CDF  : {unique_key: [...]}, optionally with change_feed: delta (table_changes
+                   of the table itself; with the key alone, feed 'detect': the
+                   materialization checks that the table is Delta with its change data
+                   feed on, see ivm_detect_change_feeds)
       append-only: {watermark: <column>}                         (rows above the last value)
     Returns one dict per upstream: name, relation, parts (how it renders in SQL), kind,
     unique_key, change_log, watermark, hidden identity columns and config problems. -#}
@@ -31,7 +34,10 @@
     {%- set yaml_where = ("sources: [{name: " ~ node.source_name ~ ", tables: [{name: " ~ node.name ~ ", meta: {ivm: {") if is_source else ("models: [{name: " ~ node.name ~ ", config: {meta: {ivm: {") -%}
     {%- set yaml_end = '}}}]}]' if is_source else '}}}}]' -%}
     {%- set feed = 'delta' if meta.get('change_feed') == 'delta' and not meta.get('change_log') else none -%}
-    {%- if feed == 'delta' -%}
+    {%- if not feed and key and not meta.get('change_log') and not meta.get('watermark') -%}
+      {%- set feed = 'detect' -%}
+    {%- endif -%}
+    {%- if feed -%}
       {#- a Delta table with change data feed: its own table_changes() is the change log -#}
       {%- set kind = 'change_log' -%}
       {%- set change_log = relation -%}
@@ -52,7 +58,7 @@
     {%- else -%}
       {%- set kind = none -%}
       {%- set change_log = none -%}
-      {%- do problems.append({'code': 'IVM031', 'fix': 'declare how changes of ' ~ display ~ ' are read, e.g. ' ~ yaml_where ~ "unique_key: [id], change_log: " ~ identifier ~ "_changes" ~ yaml_end ~ "  or, for an append-only table, {ivm: {watermark: loaded_at}}"}) -%}
+      {%- do problems.append({'code': 'IVM031', 'fix': 'declare how changes of ' ~ display ~ ' are read, e.g. ' ~ yaml_where ~ "unique_key: [id], change_log: " ~ identifier ~ "_changes" ~ yaml_end ~ "  or, for a Delta table with change data feed, only its key {ivm: {unique_key: [id]}}, or, for an append-only table, {ivm: {watermark: loaded_at}}"}) -%}
     {%- endif -%}
     {%- set base_name = modules.re.sub('[^a-z0-9_]', '_', node.name.lower()) -%}
     {%- set short = base_name if base_name not in used_names else base_name ~ '_' ~ loop.index0 -%}
@@ -67,4 +73,43 @@
                           'hidden': hidden, 'problems': problems}) -%}
   {%- endfor -%}
   {{ return(result) }}
+{% endmacro %}
+
+{#- Upstreams that declare only a row key (feed 'detect') are read through Delta's change
+    data feed: check, with one DESCRIBE each, that they are Delta tables with
+    delta.enableChangeDataFeed=true. A detected upstream becomes feed 'delta'; any other
+    gets IVM031 saying what it is and what to declare. Returns the upstreams. -#}
+{% macro ivm_detect_change_feeds(model, upstreams) %}
+  {{ return(adapter.dispatch('ivm_detect_change_feeds', 'dbt_ivm')(model, upstreams)) }}
+{% endmacro %}
+
+{% macro default__ivm_detect_change_feeds(model, upstreams) %}
+  {%- for up in upstreams if up.feed == 'detect' -%}
+    {%- set r = up.relation -%}
+    {%- if adapter.get_relation(database=r.database, schema=r.schema, identifier=r.identifier) is none -%}
+      {{ exceptions.raise_compiler_error("Model '" ~ model.name ~ "': upstream " ~ up.name ~ ' (' ~ r ~ ') does not exist. Build or load it first.') }}
+    {%- endif -%}
+    {%- set found = dbt_ivm.ivm_delta_change_feed_status(run_query('describe table extended ' ~ r).rows) -%}
+    {%- if found.ok -%}
+      {%- do up.update({'feed': 'delta'}) -%}
+    {%- else -%}
+      {%- do up.update({'kind': none, 'feed': none, 'change_log': none, 'hidden': [], 'problems': [{'code': 'IVM031',
+          'fix': up.name ~ ' declares only unique_key, which is enough for a Delta table with change data feed, but it is ' ~ found.what
+                 ~ ": turn the feed on (ALTER TABLE " ~ r ~ " SET TBLPROPERTIES ('delta.enableChangeDataFeed' = 'true')) on a Delta table, or declare change_log: <relation> (or watermark: <column>) next to unique_key"}]}) -%}
+    {%- endif -%}
+  {%- endfor -%}
+  {{ return(upstreams) }}
+{% endmacro %}
+
+{#- From the rows of DESCRIBE TABLE EXTENDED: {'ok': a Delta table with its change data
+    feed on, 'what': what the table is when not}. -#}
+{% macro ivm_delta_change_feed_status(rows) %}
+  {%- set info = {} -%}
+  {%- for row in rows if row[0] -%}{%- do info.update({row[0] | trim | lower: (row[1] or '') | string}) -%}{%- endfor -%}
+  {%- set provider = info.get('provider', 'unknown') | trim | lower -%}
+  {%- set properties = info.get('table properties', '') | lower | replace(' ', '') -%}
+  {%- set feed_on = 'delta.enablechangedatafeed=true' in properties -%}
+  {%- if provider == 'delta' and feed_on -%}{{ return({'ok': true, 'what': 'a Delta table with change data feed'}) }}{%- endif -%}
+  {%- if provider == 'delta' -%}{{ return({'ok': false, 'what': 'a Delta table without delta.enableChangeDataFeed=true'}) }}{%- endif -%}
+  {{ return({'ok': false, 'what': 'a ' ~ provider ~ ' table, not a Delta table'}) }}
 {% endmacro %}

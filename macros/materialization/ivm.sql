@@ -6,7 +6,7 @@
   {%- set target_relation = api.Relation.create(identifier=identifier, schema=schema, database=database, type='table') -%}
   {%- set existing = adapter.get_relation(database=database, schema=schema, identifier=identifier) -%}
   {%- set settings = dbt_ivm.ivm_model_settings(model) -%}
-  {%- set upstreams = dbt_ivm.ivm_upstreams(model) -%}
+  {%- set upstreams = dbt_ivm.ivm_detect_change_feeds(model, dbt_ivm.ivm_upstreams(model)) -%}
   {%- set analysis = dbt_ivm.ivm_analyze(sql, upstreams) -%}
   {%- set entry = {'refresh_id': invocation_id ~ ':' ~ model.unique_id, 'started_at': started_at} -%}
 

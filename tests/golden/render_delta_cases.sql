@@ -1,4 +1,4 @@
-{% macro render_delta_cases(cases, error_texts) %}
+{% macro render_delta_cases(cases, error_texts, describe_rows) %}
   {%- set out = {} -%}
   {%- for case in cases -%}
     {%- set ups = [] -%}
@@ -98,5 +98,9 @@
     {%- endfor -%}
     {%- do errors.update({text: row}) -%}
   {%- endfor -%}
-  {{ log('IVM_DELTA_SQL ' ~ tojson({'cases': out, 'errors': errors}), info=true) }}
+  {%- set feeds = {} -%}
+  {%- for name, rows in describe_rows.items() -%}
+    {%- do feeds.update({name: dbt_ivm.ivm_delta_change_feed_status(rows)}) -%}
+  {%- endfor -%}
+  {{ log('IVM_DELTA_SQL ' ~ tojson({'cases': out, 'errors': errors, 'feeds': feeds}), info=true) }}
 {% endmacro %}

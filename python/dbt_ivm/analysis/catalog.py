@@ -84,7 +84,8 @@ CATALOG: Final[Mapping[str, Restriction]] = MappingProxyType(
         ),
         "IVM031": Restriction(
             "upstream without a change feed",
-            "declare a change log relation or an append-only watermark column for the upstream in its YAML",
+            "declare a change log relation (with unique_key), only unique_key for a Delta table with "
+            "change data feed, or an append-only watermark column for the upstream in its YAML",
             "without a change log or a watermark the changes since the last refresh cannot be read",
         ),
         "IVM032": Restriction(

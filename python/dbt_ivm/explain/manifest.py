@@ -22,6 +22,7 @@ from dbt_ivm.analysis import Upstream
 UpstreamKind = Literal["change_log", "append_only"]
 _UPSTREAM_TYPES = frozenset({"model", "seed", "source", "snapshot"})
 ON_UNSUPPORTED = ("error", "full_rebuild")
+ON_CHANGE_FEED_ERROR = ("fail", "rebuild")
 
 
 class ManifestError(RuntimeError):
@@ -38,6 +39,9 @@ class UpstreamDeclaration:
     change_log: str | None
     watermark: str | None
     problems: tuple[tuple[str, str], ...]  # (code, fix)
+    # 'delta': Delta change data feed; 'detect': only a key declared, so at run time the
+    # table must be Delta with its change data feed on (else IVM031)
+    feed: str | None = None
 
     def for_analysis(self) -> Upstream:
         return Upstream(self.name, self.parts, self.problems)
@@ -53,6 +57,8 @@ class IvmModel:
     on_unsupported: str
     file_format: str
     upstreams: tuple[UpstreamDeclaration, ...]
+    on_change_feed_error: str = "fail"
+    rebuild_above: Any = 0.2  # as configured: a number, or false/None to never rebuild for size
 
 
 @dataclass(frozen=True)
@@ -95,6 +101,8 @@ def read_models(manifest: Mapping[str, Any]) -> tuple[IvmModel, ...]:
                 on_unsupported=str(config.get("ivm_on_unsupported") or "error"),
                 file_format=str(config.get("file_format") or "parquet"),
                 upstreams=_upstreams(depends, nodes, sources),
+                on_change_feed_error=str(config.get("ivm_on_change_feed_error") or "fail"),
+                rebuild_above=config.get("ivm_rebuild_above", 0.2),
             )
         )
     # by name: dbt writes nodes in file-system order, which differs between machines
@@ -134,8 +142,10 @@ def _declaration(node: Mapping[str, Any]) -> UpstreamDeclaration:
         yaml_end = "}}}}]"
     problems: list[tuple[str, str]] = []
     kind: UpstreamKind | None
-    delta_feed = meta.get("change_feed") == "delta" and not meta.get("change_log")
-    if delta_feed:
+    feed = "delta" if meta.get("change_feed") == "delta" and not meta.get("change_log") else None
+    if feed is None and keys and not meta.get("change_log") and not meta.get("watermark"):
+        feed = "detect"
+    if feed:
         # a Delta table with change data feed: its own table_changes() is the change log
         kind = "change_log"
         if not keys:
@@ -164,7 +174,8 @@ def _declaration(node: Mapping[str, Any]) -> UpstreamDeclaration:
             (
                 "IVM031",
                 f"declare how changes of {display} are read, e.g. {yaml_where}unique_key: [id], "
-                f"change_log: {identifier}_changes{yaml_end}  or, for an append-only table, "
+                f"change_log: {identifier}_changes{yaml_end}  or, for a Delta table with change data "
+                "feed, only its key {ivm: {unique_key: [id]}}, or, for an append-only table, "
                 "{ivm: {watermark: loaded_at}}",
             )
         )
@@ -175,11 +186,12 @@ def _declaration(node: Mapping[str, Any]) -> UpstreamDeclaration:
         parts=relation_parts(relation),
         kind=kind,
         unique_key=keys if kind == "change_log" else (),
-        change_log=(f"table_changes({relation})" if delta_feed else str(meta["change_log"]))
+        change_log=(f"table_changes({relation})" if feed else str(meta["change_log"]))
         if kind == "change_log"
         else None,
         watermark=str(meta["watermark"]) if kind == "append_only" else None,
         problems=tuple(problems),
+        feed=feed if kind == "change_log" else None,
     )
 
 

@@ -60,6 +60,13 @@ def _tier(capability: Capability) -> str:
 def _declared(upstream: UpstreamDeclaration) -> str:
     if upstream.kind == "change_log":
         key = ", ".join(upstream.unique_key) or "none"
+        if upstream.feed == "detect":
+            return (
+                f"Delta change data feed {upstream.change_log}, row key {key} (checked at run time: "
+                "a Delta table with delta.enableChangeDataFeed=true, else IVM031)"
+            )
+        if upstream.feed == "delta":
+            return f"Delta change data feed {upstream.change_log}, row key {key}"
         return f"change log {upstream.change_log}, row key {key}"
     if upstream.kind == "append_only":
         return f"append-only, watermark {upstream.watermark}"
@@ -115,6 +122,7 @@ def _model_json(report: ModelReport) -> dict[str, Any]:
                 "kind": u.kind,
                 "unique_key": list(u.unique_key),
                 "change_log": u.change_log,
+                "feed": u.feed,
                 "watermark": u.watermark,
             }
             for u in model.upstreams

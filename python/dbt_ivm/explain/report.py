@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from dbt_ivm.analysis import CATALOG, Analysis, Issue, Refresh, analyze
-from dbt_ivm.explain.manifest import ON_UNSUPPORTED, IvmModel
+from dbt_ivm.explain.manifest import ON_CHANGE_FEED_ERROR, ON_UNSUPPORTED, IvmModel
 
 ModelClass = Literal[
     "join-only",
@@ -124,6 +124,22 @@ def _config_errors(model: IvmModel) -> tuple[str, ...]:
             f"Model '{model.name}': materialized='ivm' stores tables as parquet or delta; "
             f"file_format='{model.file_format}' is not supported. Remove file_format or set it "
             "to 'parquet' or 'delta'."
+        )
+    if model.on_change_feed_error not in ON_CHANGE_FEED_ERROR:
+        errors.append(
+            f"Model '{model.name}': ivm_on_change_feed_error must be 'fail' or 'rebuild', "
+            f"got '{model.on_change_feed_error}'."
+        )
+    threshold = model.rebuild_above
+    if (
+        threshold is not None
+        and threshold is not False
+        and (isinstance(threshold, bool) or not isinstance(threshold, int | float) or threshold <= 0)
+    ):
+        errors.append(
+            f"Model '{model.name}': ivm_rebuild_above must be a positive number (changed rows as a "
+            "fraction of the changed upstreams' rows, e.g. 0.2) or false to never rebuild for size, "
+            f"got '{threshold}'."
         )
     return tuple(errors)
 
