@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 import sqlglot
 from dbt_common.events.base_types import EventMsg
+from pyspark.sql import SparkSession
 from sqlglot import exp
 
 from tests.support import IvmProject
@@ -326,3 +327,22 @@ def test_a_key_alone_reads_the_delta_change_feed_only_when_it_is_on(
     """ivm_detect_change_feeds decides from DESCRIBE TABLE EXTENDED; the parquet case also
     runs for real in tests/test_errors.py (IVM031 with what the table is)."""
     assert rendered["feeds"][name] == DESCRIBED[name][1]
+
+
+def test_write_settings_round_trip_through_spark_sql(rendered: dict[str, Any], spark: SparkSession) -> None:
+    """The SET statements carry the JSON commit metadata and the txn settings verbatim (Spark
+    takes the rest of a SET line as the value), and RESET clears them again."""
+    statements = rendered["cases"]["agg_mixed"]["statements"]
+    settings = [sql for label, sql in statements if label == "write setting"]
+    resets = [sql for label, sql in statements if label == "reset setting"]
+    expected = {}
+    for statement in settings:
+        key, _, value = statement.removeprefix("set ").partition(" = ")
+        expected[key] = value
+        spark.sql(statement)
+    assert {key: spark.conf.get(key) for key in expected} == expected
+    metadata = json.loads(expected["spark.databricks.delta.commitInfo.userMetadata"])
+    assert metadata["versions_to"] == {"raw.customers": "7", "raw.orders": "7"}
+    for statement in resets:
+        spark.sql(statement)
+    assert {key: spark.conf.get(key, None) for key in expected} == dict.fromkeys(expected)
