@@ -15,17 +15,29 @@
   {{ return(names + spec.groups | map(attribute='name') | list + ['__ivm_count'] + spec.states | map(attribute='name') | list) }}
 {% endmacro %}
 
-{#- Signed per-group deltas: the delta template evaluated on the new slices (+1) and the
-    old slices (-1) of the change, summed per group. One row per affected group. -#}
-{% macro ivm_aggregate_delta_sql(spec, names, keys, new_terms, old_terms) %}
-  {{ return(adapter.dispatch('ivm_aggregate_delta_sql', 'dbt_ivm')(spec, names, keys, new_terms, old_terms)) }}
+{#- One signed change term's rows: the delta template's columns, named as in `names`, plus
+    __ivm_sign. An aggregate term is renamed by position (its select list is explicit); a
+    DISTINCT term is read by name, since a star in its select list also expands the
+    relations' __ivm_sign columns. -#}
+{% macro ivm_signed_term_sql(spec, names, term) %}
+  {%- set cols = dbt_ivm.ivm_quote_all(names) | join(', ') -%}
+  {%- set sign = spec.signs | join(' * ') -%}
+  {%- if spec.kind == 'distinct' -%}
+    {{ return('select ' ~ cols ~ ', ' ~ sign ~ ' as __ivm_sign from (\n' ~ term ~ '\n) __ivm_t') }}
+  {%- endif -%}
+  {{ return('select ' ~ cols ~ ', ' ~ sign ~ ' as __ivm_sign from (\n' ~ term ~ '\n) __ivm_t(' ~ (dbt_ivm.ivm_quote_all(names) + spec.signs) | join(', ') ~ ')') }}
 {% endmacro %}
 
-{% macro default__ivm_aggregate_delta_sql(spec, names, keys, new_terms, old_terms) %}
-  {%- set cols = dbt_ivm.ivm_quote_all(names) | join(', ') -%}
+{#- Signed per-group deltas: the delta template evaluated on each signed change term, the
+    partial states multiplied by their sign and summed per group. One row per affected
+    group. -#}
+{% macro ivm_aggregate_delta_sql(spec, names, keys, terms) %}
+  {{ return(adapter.dispatch('ivm_aggregate_delta_sql', 'dbt_ivm')(spec, names, keys, terms)) }}
+{% endmacro %}
+
+{% macro default__ivm_aggregate_delta_sql(spec, names, keys, terms) %}
   {%- set parts = [] -%}
-  {%- for t in new_terms -%}{%- do parts.append('select *, 1 as __ivm_sign from (\n' ~ t ~ '\n) __ivm_t(' ~ cols ~ ')') -%}{%- endfor -%}
-  {%- for t in old_terms -%}{%- do parts.append('select *, -1 as __ivm_sign from (\n' ~ t ~ '\n) __ivm_t(' ~ cols ~ ')') -%}{%- endfor -%}
+  {%- for t in terms -%}{%- do parts.append(dbt_ivm.ivm_signed_term_sql(spec, names, t)) -%}{%- endfor -%}
   {%- set out = [] -%}
   {%- for k in keys -%}{%- do out.append(dbt_ivm.ivm_quote(k)) -%}{%- endfor -%}
   {%- for name in names if name not in keys and not name.startswith('__ivm_') -%}
@@ -48,11 +60,12 @@ group by {{ dbt_ivm.ivm_quote_all(keys) | join(', ') }}
   {{ return(sql) }}
 {% endmacro %}
 
-{#- Groups whose rows change: the keys of the delta terms. -#}
-{% macro ivm_affected_groups_sql(names, keys, terms) %}
-  {%- set cols = dbt_ivm.ivm_quote_all(names) | join(', ') -%}
+{#- Groups whose rows change: the keys of the signed change terms. -#}
+{% macro ivm_affected_groups_sql(spec, names, keys, terms) %}
   {%- set parts = [] -%}
-  {%- for t in terms -%}{%- do parts.append('select ' ~ (dbt_ivm.ivm_quote_all(keys) | join(', ') if keys else '1 as __ivm_one') ~ ' from (\n' ~ t ~ '\n) __ivm_t(' ~ cols ~ ')') -%}{%- endfor -%}
+  {%- for t in terms -%}
+    {%- do parts.append('select ' ~ (dbt_ivm.ivm_quote_all(keys) | join(', ') if keys else '1 as __ivm_one') ~ ' from (\n' ~ dbt_ivm.ivm_signed_term_sql(spec, names, t) ~ '\n) __ivm_s') -%}
+  {%- endfor -%}
   {{ return('select distinct * from (\n' ~ parts | join('\nunion all\n') ~ '\n) __ivm_a') }}
 {% endmacro %}
 

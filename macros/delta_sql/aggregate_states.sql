@@ -14,15 +14,23 @@
       full   the user's select list plus the bookkeeping columns, HAVING kept; builds the
              table and recomputes affected groups;
       delta  the select list items without aggregates plus the bookkeeping columns,
-             HAVING dropped; evaluated on change slices it gives partial states. -#}
+             HAVING dropped; evaluated on a signed change term (ivm_signed_delta_terms)
+             it gives partial states per sign: every upstream relation of a term carries
+             __ivm_sign (-1 on old images, else 1), which reaches the output as
+             __ivm_sign_<i> (spec.signs) and is grouped on, so one evaluation serves the
+             inserted and the deleted side of a change. -#}
 {% macro ivm_aggregate_spec(parsed, aggregation, hidden) %}
   {%- set main = parsed.blocks[0] -%}
   {%- set from_kw = main.clauses['from'] -%}
+  {%- set signs = {} -%}
+  {%- for i in hidden | sort -%}{%- do signs.update({i: [{'column': '__ivm_sign', 'name': '__ivm_sign_' ~ i}]}) -%}{%- endfor -%}
+  {%- set sign_names = [] -%}
+  {%- for i in signs | sort -%}{%- do sign_names.append(signs[i][0].name) -%}{%- endfor -%}
   {%- if aggregation.kind == 'distinct' -%}
-    {%- set select = ' ' ~ dbt_ivm.ivm_range_text(parsed, main.select_s, from_kw) ~ ', count(*) as __ivm_count ' -%}
-    {%- set template = dbt_ivm.ivm_rewrite_template(parsed, hidden, [{'s': main.distinct_pos, 'e': from_kw, 'text': select}], '\ngroup by all') -%}
-    {{ return({'kind': 'distinct', 'full': template, 'delta': template, 'groups': [], 'states': [], 'calls': [],
-               'items': main['items'], 'parsed': parsed}) }}
+    {%- set edits = [{'s': main.distinct_pos, 'e': from_kw, 'text': ' ' ~ dbt_ivm.ivm_range_text(parsed, main.select_s, from_kw) ~ ', count(*) as __ivm_count '}] -%}
+    {{ return({'kind': 'distinct', 'full': dbt_ivm.ivm_rewrite_template(parsed, hidden, edits, '\ngroup by all'),
+               'delta': dbt_ivm.ivm_rewrite_template(parsed, signs, edits, '\ngroup by all'), 'signs': sign_names,
+               'groups': [], 'states': [], 'calls': [], 'items': main['items'], 'parsed': parsed}) }}
   {%- endif -%}
   {%- set groups = [] -%}
   {%- for g in aggregation.group_exprs -%}
@@ -66,11 +74,20 @@
   {%- set full_select = ' ' ~ dbt_ivm.ivm_range_text(parsed, main.select_s, from_kw) ~ ', ' ~ bookkeeping | join(', ') ~ ' ' -%}
   {%- set delta_select = ' ' ~ (plain + bookkeeping) | join(', ') ~ ' ' -%}
   {%- set delta_edits = [{'s': main.select_s, 'e': from_kw, 'text': delta_select}] -%}
+  {#- a first rewrite records the sign columns' expressions in the main block (hidden_cols) -#}
+  {%- do dbt_ivm.ivm_rewrite_template(parsed, signs, delta_edits) -%}
+  {%- set sign_exprs = main.hidden_cols | map(attribute='expr') | join(', ') -%}
+  {%- set append = '' -%}
   {%- if aggregation.having -%}
-    {%- do delta_edits.append({'s': main.clauses['having'], 'e': main.having_range[1], 'text': ' '}) -%}
+    {#- HAVING is dropped; the sign columns join the GROUP BY in its place -#}
+    {%- do delta_edits.append({'s': main.clauses['having'], 'e': main.having_range[1], 'text': ', ' ~ sign_exprs ~ ' '}) -%}
+  {%- elif 'group' in main.clauses -%}
+    {%- set append = '\n, ' ~ sign_exprs -%}
+  {%- else -%}
+    {%- set append = '\ngroup by ' ~ sign_exprs -%}
   {%- endif -%}
   {{ return({'kind': 'aggregate',
              'full': dbt_ivm.ivm_rewrite_template(parsed, hidden, [{'s': main.select_s, 'e': from_kw, 'text': full_select}]),
-             'delta': dbt_ivm.ivm_rewrite_template(parsed, hidden, delta_edits),
+             'delta': dbt_ivm.ivm_rewrite_template(parsed, signs, delta_edits, append), 'signs': sign_names,
              'groups': groups, 'states': states, 'calls': calls, 'items': items, 'parsed': parsed}) }}
 {% endmacro %}

@@ -17,33 +17,55 @@
 
 {% macro default__ivm_join_insert_sql(template, plan) %}
   {%- set terms = [] -%}
-  {%- for term in dbt_ivm.ivm_delta_terms(template, plan, 'new') -%}
+  {%- for term in dbt_ivm.ivm_delta_terms(template, plan) -%}
     {%- do terms.append('select * from (\n' ~ term ~ '\n) __ivm_term_' ~ loop.index0) -%}
   {%- endfor -%}
   {{ return(terms | join('\nunion all\n')) }}
 {% endmacro %}
 
 {#- The query evaluated on the changed slices, as disjoint terms (one per changed
-    upstream i that has images of that side), with image 'new' or 'old':
-      term i reads upstream i restricted to the new (old) images of its changed keys,
-      every changed upstream before i without its changed keys, every changed upstream
-      after i at the new (old) version, and unchanged upstreams whole.
-    new-terms minus old-terms is the change of the query result (the join delta of the
-    counting method, seed 004); the new terms alone are the rows to insert of a
-    join-only view. -#}
-{% macro ivm_delta_terms(template, plan, image) %}
+    upstream i with new images): term i reads upstream i restricted to the new images of
+    its changed keys, every changed upstream before i without its changed keys, and every
+    other upstream at the new version; their union is the rows to insert of a join-only
+    view. -#}
+{% macro ivm_delta_terms(template, plan) %}
   {%- set terms = [] -%}
-  {%- for p in plan if p.changed and (p.has_new if image == 'new' else p.old > 0) -%}
+  {%- for p in plan if p.changed and p.has_new -%}
     {%- set relations = {} -%}
     {%- for q in plan -%}
       {%- if q is sameas p -%}
-        {%- do relations.update({q.index: dbt_ivm.ivm_new_images_sql(q) if image == 'new' else dbt_ivm.ivm_old_images_sql(q)}) -%}
+        {%- do relations.update({q.index: dbt_ivm.ivm_new_images_sql(q)}) -%}
       {%- elif q.changed and q.index < p.index -%}
         {%- do relations.update({q.index: dbt_ivm.ivm_unchanged_rows_sql(q)}) -%}
-      {%- elif q.changed and image == 'old' -%}
-        {%- do relations.update({q.index: dbt_ivm.ivm_old_version_sql(q)}) -%}
       {%- else -%}
         {%- do relations.update({q.index: dbt_ivm.ivm_snapshot_sql(q.up, q.columns, q.to)}) -%}
+      {%- endif -%}
+    {%- endfor -%}
+    {%- do terms.append(dbt_ivm.ivm_fill_relations(template, relations)) -%}
+  {%- endfor -%}
+  {{ return(terms) }}
+{% endmacro %}
+
+{#- The change of an aggregate's input as signed terms, one per changed upstream i with
+    images: upstream i as its new images (__ivm_sign 1) and old images (__ivm_sign -1),
+    changed upstreams before i at the new version, changed upstreams after i at the old
+    version, unchanged upstreams whole (all with __ivm_sign 1). The terms telescope: their
+    signed sum is (query at the new versions) - (query at the old versions), so the new and
+    the old side of upstream i share one evaluation. -#}
+{% macro ivm_signed_delta_terms(template, plan) %}
+  {%- set terms = [] -%}
+  {%- for p in plan if p.changed and (p.has_new or p.old > 0) -%}
+    {%- set relations = {} -%}
+    {%- for q in plan -%}
+      {%- if q is sameas p -%}
+        {%- set halves = [] -%}
+        {%- if p.has_new -%}{%- do halves.append('select *, 1 as __ivm_sign from ' ~ dbt_ivm.ivm_new_images_sql(p) ~ ' __ivm_n') -%}{%- endif -%}
+        {%- if p.old > 0 -%}{%- do halves.append('select *, -1 as __ivm_sign from ' ~ dbt_ivm.ivm_old_images_sql(p) ~ ' __ivm_o') -%}{%- endif -%}
+        {%- do relations.update({q.index: '(' ~ halves | join(' union all ') ~ ')'}) -%}
+      {%- elif q.changed and q.index > p.index -%}
+        {%- do relations.update({q.index: '(select *, 1 as __ivm_sign from ' ~ dbt_ivm.ivm_old_version_sql(q) ~ ' __ivm_r)'}) -%}
+      {%- else -%}
+        {%- do relations.update({q.index: '(select *, 1 as __ivm_sign from ' ~ dbt_ivm.ivm_snapshot_sql(q.up, q.columns, q.to) ~ ' __ivm_r)'}) -%}
       {%- endif -%}
     {%- endfor -%}
     {%- do terms.append(dbt_ivm.ivm_fill_relations(template, relations)) -%}

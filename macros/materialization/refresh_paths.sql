@@ -233,15 +233,14 @@
   {%- for c in named if not c.name.startswith('__ivm_') -%}{%- do visible.append(c.name) -%}{%- endfor -%}
   {%- set keys = dbt_ivm.ivm_aggregate_keys(spec, visible) -%}
   {%- set names = dbt_ivm.ivm_aggregate_delta_names(spec, visible) -%}
-  {%- set new_terms = dbt_ivm.ivm_delta_terms(spec.delta, plan, 'new') -%}
-  {%- set old_terms = dbt_ivm.ivm_delta_terms(spec.delta, plan, 'old') -%}
+  {%- set terms = dbt_ivm.ivm_signed_delta_terms(spec.delta, plan) -%}
   {%- set refresh = spec.refresh['any' if has_deletes else 'inserts'] -%}
   {%- set insert_view = prefix ~ '_ins' -%}
   {%- set multi = plan | length > 1 -%}
   {%- if refresh == 'merge' -%}
     {%- set merged_view = prefix ~ '_merged' -%}
     {%- do temp_views.append(merged_view) -%}
-    {%- set delta_sql = dbt_ivm.ivm_aggregate_delta_sql(spec, names, keys, new_terms, old_terms) -%}
+    {%- set delta_sql = dbt_ivm.ivm_aggregate_delta_sql(spec, names, keys, terms) -%}
     {%- do dbt_ivm.ivm_cache_view(merged_view, dbt_ivm.ivm_aggregate_merge_sql(spec, target, target_columns, delta_sql, keys, visible)) -%}
     {%- set kept = '__ivm_count > 0' if keys else 'true' -%}
     {%- set counts = run_query('select count(*), count_if(' ~ kept ~ '), count_if(__ivm_existed) from ' ~ merged_view).rows[0] -%}
@@ -257,7 +256,7 @@
   {%- else -%}
     {%- set affected_view = prefix ~ '_groups' -%}
     {%- do temp_views.append(affected_view) -%}
-    {%- do dbt_ivm.ivm_cache_view(affected_view, dbt_ivm.ivm_affected_groups_sql(names, keys, new_terms + old_terms)) -%}
+    {%- do dbt_ivm.ivm_cache_view(affected_view, dbt_ivm.ivm_affected_groups_sql(spec, names, keys, terms)) -%}
     {%- set relations = {} -%}
     {%- for p in plan -%}{%- do relations.update({p.index: dbt_ivm.ivm_snapshot_sql(p.up, p.columns, p.to)}) -%}{%- endfor -%}
     {%- do temp_views.append(insert_view) -%}

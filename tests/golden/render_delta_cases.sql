@@ -53,12 +53,11 @@
       {%- set keys = dbt_ivm.ivm_aggregate_keys(spec, visible) -%}
       {%- set names = dbt_ivm.ivm_aggregate_delta_names(spec, visible) -%}
       {%- set has_deletes = plan | selectattr('old') | list | length > 0 -%}
-      {%- set new_terms = dbt_ivm.ivm_delta_terms(spec.delta, plan, 'new') -%}
-      {%- set old_terms = dbt_ivm.ivm_delta_terms(spec.delta, plan, 'old') -%}
+      {%- set terms = dbt_ivm.ivm_signed_delta_terms(spec.delta, plan) -%}
       {%- set refresh = analysis.refresh['any' if has_deletes else 'inserts'] -%}
       {%- if refresh == 'merge' -%}
         {%- set merged_view = '__ivm_' ~ case.name ~ '_merged' -%}
-        {%- set delta_sql = dbt_ivm.ivm_aggregate_delta_sql(spec, names, keys, new_terms, old_terms) -%}
+        {%- set delta_sql = dbt_ivm.ivm_aggregate_delta_sql(spec, names, keys, terms) -%}
         {%- do statements.append(['merged groups (' ~ merged_view ~ ')', dbt_ivm.ivm_aggregate_merge_sql(spec, target, target_columns, delta_sql, keys, visible)]) -%}
         {%- set stage = {'rewrite': true, 'insert_view': none, 'delta': {'kind': 'merge', 'merged_view': merged_view, 'keys': keys}} -%}
       {%- else -%}
@@ -66,7 +65,7 @@
         {%- set insert_view = '__ivm_' ~ case.name ~ '_ins' -%}
         {%- set relations = {} -%}
         {%- for p in plan -%}{%- do relations.update({p.index: dbt_ivm.ivm_snapshot_sql(p.up, p.columns, p.to)}) -%}{%- endfor -%}
-        {%- do statements.append(['affected groups (' ~ affected_view ~ ')', dbt_ivm.ivm_affected_groups_sql(names, keys, new_terms + old_terms)]) -%}
+        {%- do statements.append(['affected groups (' ~ affected_view ~ ')', dbt_ivm.ivm_affected_groups_sql(spec, names, keys, terms)]) -%}
         {%- do statements.append(['recomputed groups (' ~ insert_view ~ ')', dbt_ivm.ivm_aggregate_recompute_sql(dbt_ivm.ivm_fill_relations(spec.full, relations), affected_view, keys)]) -%}
         {%- set stage = {'rewrite': true, 'insert_view': insert_view, 'delta': {'kind': 'recompute', 'affected_view': affected_view, 'keys': keys}} -%}
       {%- endif -%}

@@ -25,21 +25,15 @@ from (
   from (
 select `__ivm_g_0`, any_value(`region`) as `region`, sum(__ivm_sign * __ivm_count) as __ivm_count, sum(__ivm_sign * __ivm_s0) as __ivm_s0, sum(__ivm_sign * __ivm_s1) as __ivm_s1, sum(__ivm_sign * __ivm_n1) as __ivm_n1
 from (
-select *, 1 as __ivm_sign from (
-select  c.region, c.region as __ivm_g_0, count(*) as __ivm_count, count(*) as __ivm_s0, sum(o.amount) as __ivm_s1, count(o.amount) as __ivm_n1  from (select `order_id`, `customer_id`, `amount`, `status` from __ivm_agg_mixed_chg_orders where __ivm_new) o join raw.customers c on o.customer_id = c.customer_id group by c.region
-) __ivm_t(`region`, `__ivm_g_0`, `__ivm_count`, `__ivm_s0`, `__ivm_s1`, `__ivm_n1`)
+select `region`, `__ivm_g_0`, `__ivm_count`, `__ivm_s0`, `__ivm_s1`, `__ivm_n1`, __ivm_sign_0 * __ivm_sign_1 as __ivm_sign from (
+select  c.region, c.region as __ivm_g_0, count(*) as __ivm_count, count(*) as __ivm_s0, sum(o.amount) as __ivm_s1, count(o.amount) as __ivm_n1  , `o`.`__ivm_sign` as __ivm_sign_0, `c`.`__ivm_sign` as __ivm_sign_1 from (select *, 1 as __ivm_sign from (select `order_id`, `customer_id`, `amount`, `status` from __ivm_agg_mixed_chg_orders where __ivm_new) __ivm_n union all select *, -1 as __ivm_sign from (select `order_id`, `customer_id`, `amount`, `status` from (select __ivm_before.* from __ivm_agg_mixed_chg_orders where __ivm_old) __ivm_b) __ivm_o) o join (select *, 1 as __ivm_sign from (select * from (select __ivm_s.* from raw.customers __ivm_s left anti join __ivm_agg_mixed_chg_customers __ivm_k on __ivm_s.`customer_id` <=> __ivm_k.`customer_id`) __ivm_u union all select * from (select `customer_id`, `region` from (select __ivm_before.* from __ivm_agg_mixed_chg_customers where __ivm_old) __ivm_b) __ivm_o) __ivm_r) c on o.customer_id = c.customer_id group by c.region
+, `o`.`__ivm_sign`, `c`.`__ivm_sign`
+) __ivm_t(`region`, `__ivm_g_0`, `__ivm_count`, `__ivm_s0`, `__ivm_s1`, `__ivm_n1`, __ivm_sign_0, __ivm_sign_1)
 union all
-select *, 1 as __ivm_sign from (
-select  c.region, c.region as __ivm_g_0, count(*) as __ivm_count, count(*) as __ivm_s0, sum(o.amount) as __ivm_s1, count(o.amount) as __ivm_n1  from (select __ivm_s.* from (select * from raw.orders version as of 7) __ivm_s left anti join __ivm_agg_mixed_chg_orders __ivm_k on __ivm_s.`order_id` <=> __ivm_k.`order_id`) o join (select `customer_id`, `region` from __ivm_agg_mixed_chg_customers where __ivm_new) c on o.customer_id = c.customer_id group by c.region
-) __ivm_t(`region`, `__ivm_g_0`, `__ivm_count`, `__ivm_s0`, `__ivm_s1`, `__ivm_n1`)
-union all
-select *, -1 as __ivm_sign from (
-select  c.region, c.region as __ivm_g_0, count(*) as __ivm_count, count(*) as __ivm_s0, sum(o.amount) as __ivm_s1, count(o.amount) as __ivm_n1  from (select `order_id`, `customer_id`, `amount`, `status` from (select __ivm_before.* from __ivm_agg_mixed_chg_orders where __ivm_old) __ivm_b) o join (select * from (select __ivm_s.* from raw.customers __ivm_s left anti join __ivm_agg_mixed_chg_customers __ivm_k on __ivm_s.`customer_id` <=> __ivm_k.`customer_id`) __ivm_u union all select * from (select `customer_id`, `region` from (select __ivm_before.* from __ivm_agg_mixed_chg_customers where __ivm_old) __ivm_b) __ivm_o) c on o.customer_id = c.customer_id group by c.region
-) __ivm_t(`region`, `__ivm_g_0`, `__ivm_count`, `__ivm_s0`, `__ivm_s1`, `__ivm_n1`)
-union all
-select *, -1 as __ivm_sign from (
-select  c.region, c.region as __ivm_g_0, count(*) as __ivm_count, count(*) as __ivm_s0, sum(o.amount) as __ivm_s1, count(o.amount) as __ivm_n1  from (select __ivm_s.* from (select * from raw.orders version as of 7) __ivm_s left anti join __ivm_agg_mixed_chg_orders __ivm_k on __ivm_s.`order_id` <=> __ivm_k.`order_id`) o join (select `customer_id`, `region` from (select __ivm_before.* from __ivm_agg_mixed_chg_customers where __ivm_old) __ivm_b) c on o.customer_id = c.customer_id group by c.region
-) __ivm_t(`region`, `__ivm_g_0`, `__ivm_count`, `__ivm_s0`, `__ivm_s1`, `__ivm_n1`)
+select `region`, `__ivm_g_0`, `__ivm_count`, `__ivm_s0`, `__ivm_s1`, `__ivm_n1`, __ivm_sign_0 * __ivm_sign_1 as __ivm_sign from (
+select  c.region, c.region as __ivm_g_0, count(*) as __ivm_count, count(*) as __ivm_s0, sum(o.amount) as __ivm_s1, count(o.amount) as __ivm_n1  , `o`.`__ivm_sign` as __ivm_sign_0, `c`.`__ivm_sign` as __ivm_sign_1 from (select *, 1 as __ivm_sign from (select * from raw.orders version as of 7) __ivm_r) o join (select *, 1 as __ivm_sign from (select `customer_id`, `region` from __ivm_agg_mixed_chg_customers where __ivm_new) __ivm_n union all select *, -1 as __ivm_sign from (select `customer_id`, `region` from (select __ivm_before.* from __ivm_agg_mixed_chg_customers where __ivm_old) __ivm_b) __ivm_o) c on o.customer_id = c.customer_id group by c.region
+, `o`.`__ivm_sign`, `c`.`__ivm_sign`
+) __ivm_t(`region`, `__ivm_g_0`, `__ivm_count`, `__ivm_s0`, `__ivm_s1`, `__ivm_n1`, __ivm_sign_0, __ivm_sign_1)
 ) __ivm_d
 group by `__ivm_g_0`
   ) __ivm_d

@@ -15,15 +15,10 @@ from (
   from (
 select `customer_id`, `status`, sum(__ivm_sign * __ivm_count) as __ivm_count
 from (
-select *, 1 as __ivm_sign from (
-select  customer_id, status, count(*) as __ivm_count  from (select `order_id`, `customer_id`, `amount`, `status` from __ivm_distinct_mixed_chg_orders where __ivm_new) `orders`
+select `customer_id`, `status`, `__ivm_count`, __ivm_sign_0 as __ivm_sign from (
+select  customer_id, status, count(*) as __ivm_count  , `orders`.`__ivm_sign` as __ivm_sign_0 from (select *, 1 as __ivm_sign from (select `order_id`, `customer_id`, `amount`, `status` from __ivm_distinct_mixed_chg_orders where __ivm_new) __ivm_n union all select *, -1 as __ivm_sign from (select `order_id`, `customer_id`, `amount`, `status` from (select __ivm_before.* from __ivm_distinct_mixed_chg_orders where __ivm_old) __ivm_b) __ivm_o) `orders`
 group by all
-) __ivm_t(`customer_id`, `status`, `__ivm_count`)
-union all
-select *, -1 as __ivm_sign from (
-select  customer_id, status, count(*) as __ivm_count  from (select `order_id`, `customer_id`, `amount`, `status` from (select __ivm_before.* from __ivm_distinct_mixed_chg_orders where __ivm_old) __ivm_b) `orders`
-group by all
-) __ivm_t(`customer_id`, `status`, `__ivm_count`)
+) __ivm_t
 ) __ivm_d
 group by `customer_id`, `status`
   ) __ivm_d

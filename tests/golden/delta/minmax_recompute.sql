@@ -11,12 +11,11 @@ where (not f.__ivm_is_new or l.__ivm_is_new)
 -- 2: affected groups (__ivm_minmax_recompute_groups)
 select distinct * from (
 select `__ivm_g_0` from (
-select  customer_id, customer_id as __ivm_g_0, count(*) as __ivm_count, max(amount) as __ivm_s0, count(*) as __ivm_s1  from (select `order_id`, `customer_id`, `amount`, `status` from __ivm_minmax_recompute_chg_orders where __ivm_new) `orders` group by customer_id
-) __ivm_t(`customer_id`, `__ivm_g_0`, `__ivm_count`, `__ivm_s0`, `__ivm_s1`)
-union all
-select `__ivm_g_0` from (
-select  customer_id, customer_id as __ivm_g_0, count(*) as __ivm_count, max(amount) as __ivm_s0, count(*) as __ivm_s1  from (select `order_id`, `customer_id`, `amount`, `status` from (select __ivm_before.* from __ivm_minmax_recompute_chg_orders where __ivm_old) __ivm_b) `orders` group by customer_id
-) __ivm_t(`customer_id`, `__ivm_g_0`, `__ivm_count`, `__ivm_s0`, `__ivm_s1`)
+select `customer_id`, `__ivm_g_0`, `__ivm_count`, `__ivm_s0`, `__ivm_s1`, __ivm_sign_0 as __ivm_sign from (
+select  customer_id, customer_id as __ivm_g_0, count(*) as __ivm_count, max(amount) as __ivm_s0, count(*) as __ivm_s1  , `orders`.`__ivm_sign` as __ivm_sign_0 from (select *, 1 as __ivm_sign from (select `order_id`, `customer_id`, `amount`, `status` from __ivm_minmax_recompute_chg_orders where __ivm_new) __ivm_n union all select *, -1 as __ivm_sign from (select `order_id`, `customer_id`, `amount`, `status` from (select __ivm_before.* from __ivm_minmax_recompute_chg_orders where __ivm_old) __ivm_b) __ivm_o) `orders` group by customer_id
+, `orders`.`__ivm_sign`
+) __ivm_t(`customer_id`, `__ivm_g_0`, `__ivm_count`, `__ivm_s0`, `__ivm_s1`, __ivm_sign_0)
+) __ivm_s
 ) __ivm_a
 
 -- 3: recomputed groups (__ivm_minmax_recompute_ins)
