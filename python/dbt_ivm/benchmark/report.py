@@ -78,6 +78,7 @@ def markdown(result: BenchResult) -> str:
         chosen = [p for p in all_points if p.workload == name]
         if chosen:
             lines += [f"## {workload.title}", "", *_point_table(chosen), ""]
+    lines += _crossovers(all_points)
     if result.catch_up:
         lines += [
             "## Catch-up refreshes",
@@ -99,6 +100,43 @@ def markdown(result: BenchResult) -> str:
     if failed:
         lines.append(f"* {len(failed)} correctness checks failed (see the check column).")
     return "\n".join(lines) + "\n"
+
+
+def crossover(chosen: list[Point]) -> str:
+    """Where rebuilding starts to win, over the measured sizes of one workload, locality and
+    kind: the first size whose median refresh is not faster than the rebuild."""
+    ordered = sorted((p for p in chosen if p.ratio is not None), key=lambda p: p.fraction)
+    if not ordered:
+        return "not measured"
+    sizes = ", ".join(f"{p.fraction:.2%} {p.ratio:.1f}x" for p in ordered)
+    losing = [p for p in ordered if p.ratio <= 1]
+    if not losing:
+        return f"refresh faster at every measured size ({sizes})"
+    first = losing[0]
+    if first is ordered[0]:
+        return f"rebuild at least as fast from the smallest size on ({sizes})"
+    previous = ordered[ordered.index(first) - 1]
+    return f"between {previous.fraction:.2%} and {first.fraction:.2%} ({sizes})"
+
+
+def _crossovers(all_points: list[Point]) -> list[str]:
+    groups: dict[tuple[str, str, str], list[Point]] = {}
+    for p in all_points:
+        groups.setdefault((p.workload, p.locality, p.kind), []).append(p)
+    measured = {k: v for k, v in groups.items() if len({p.fraction for p in v}) > 1}
+    if not measured:
+        return []
+    lines = [
+        "## Crossover",
+        "",
+        "Where a rebuild becomes at least as fast as the refresh (speed-up <= 1x), by change size.",
+        "",
+        "| workload | locality | kind | crossover (size speed-up, ...) |",
+        "|---|---|---|---|",
+    ]
+    for (workload, locality, kind), chosen in sorted(measured.items()):
+        lines.append(f"| {workload} | {locality} | {kind} | {crossover(chosen)} |")
+    return [*lines, ""]
 
 
 def _builds(result: BenchResult) -> list[str]:
