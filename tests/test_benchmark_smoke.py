@@ -3,7 +3,7 @@ repetition) on the session's Spark: every output is written and every correctnes
 passes. No timing assertions: the numbers only have to exist.
 
 One date-localised batch covers the most per second: w3p (partitioned) is measured on it,
-and w3 (unpartitioned) applies it in the catch-up refresh, checked too.
+and w1, w2 (aggregates) and w3 (unpartitioned) apply it in catch-up refreshes, checked too.
 
 duckdb and duckdb-extension-tpch come with the `bench` extra; without them this test
 fails with the install command, it never skips."""
@@ -19,8 +19,8 @@ from dbt_ivm.benchmark import BenchConfig, run_benchmark
 from dbt_ivm.benchmark.project import BenchProject
 from dbt_ivm.benchmark.report import JSON_FILE, MARKDOWN_FILE, PLOT_FILE
 
-# the join-only workloads; add "w1", "w2" here once aggregate refreshes are on main
-SMOKE_WORKLOADS = ("w3", "w3p")
+# date-localised batches are measured on w3p; the others apply them in a checked catch-up
+SMOKE_WORKLOADS = ("w1", "w2", "w3", "w3p")
 
 
 def test_benchmark_end_to_end_every_check_passes(spark: SparkSession, tmp_path: Path) -> None:
@@ -52,10 +52,12 @@ def test_benchmark_end_to_end_every_check_passes(spark: SparkSession, tmp_path: 
         assert sample.batch_rows["lineitem"] > 0 and sample.batch_rows["orders"] > 0
         assert sample.rows_deleted and sample.rows_inserted
         assert sample.refresh_s is not None and sample.rebuild_s is not None
-    assert result.fixed_cost.noop_paths == {"w3": ["no-op"], "w3p": ["no-op"]}
+    assert result.fixed_cost.noop_paths == {w: ["no-op"] for w in SMOKE_WORKLOADS}
     assert result.fixed_cost.view_s
-    # w3 is not measured on date-localised batches: it applies them at the end, correctly
-    assert [(c.workload, c.batches, c.check) for c in result.catch_up] == [("w3", 1, "pass")]
+    # w1, w2 and w3 are not measured on date-localised batches: they apply them at the end
+    assert [(c.workload, c.batches, c.path, c.check) for c in result.catch_up] == [
+        (w, 1, "incremental", "pass") for w in ("w1", "w2", "w3")
+    ]
 
 
 def test_differences_counts_rows_on_each_side_as_multisets(spark: SparkSession, tmp_path: Path) -> None:

@@ -16,9 +16,9 @@
   {%- endif -%}
   {%- set partition_by = config.get('partition_by') -%}
   {%- set partition_by = [partition_by] if partition_by is string else (partition_by or []) -%}
-  {%- set rebuild_above = config.get('ivm_rebuild_above', 0.2) -%}
+  {%- set rebuild_above = config.get('ivm_rebuild_above', 0.05) -%}
   {%- if rebuild_above is not none and rebuild_above is not false and (rebuild_above is sameas true or rebuild_above is not number or rebuild_above <= 0) -%}
-    {{ exceptions.raise_compiler_error("Model '" ~ model.name ~ "': ivm_rebuild_above must be a positive number (changed rows as a fraction of the changed upstreams' rows, e.g. 0.2) or false to never rebuild for size, got '" ~ rebuild_above ~ "'.") }}
+    {{ exceptions.raise_compiler_error("Model '" ~ model.name ~ "': ivm_rebuild_above must be a positive number (changed rows as a fraction of the changed upstreams' rows, e.g. 0.05) or false to never rebuild for size, got '" ~ rebuild_above ~ "'.") }}
   {%- endif -%}
   {{ return({'on_unsupported': on_unsupported, 'partition_by': partition_by | map('lower') | list,
              'rebuild_above': rebuild_above or none, 'file_format': file_format,

@@ -58,7 +58,7 @@ class IvmModel:
     file_format: str
     upstreams: tuple[UpstreamDeclaration, ...]
     on_change_feed_error: str = "fail"
-    rebuild_above: Any = 0.2  # as configured: a number, or false/None to never rebuild for size
+    rebuild_above: Any = 0.05  # as configured: a number, or false/None to never rebuild for size
 
 
 @dataclass(frozen=True)
@@ -102,7 +102,7 @@ def read_models(manifest: Mapping[str, Any]) -> tuple[IvmModel, ...]:
                 file_format=str(config.get("file_format") or "parquet"),
                 upstreams=_upstreams(depends, nodes, sources),
                 on_change_feed_error=str(config.get("ivm_on_change_feed_error") or "fail"),
-                rebuild_above=config.get("ivm_rebuild_above", 0.2),
+                rebuild_above=config.get("ivm_rebuild_above", 0.05),
             )
         )
     # by name: dbt writes nodes in file-system order, which differs between machines

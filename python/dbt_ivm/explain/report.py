@@ -138,7 +138,7 @@ def _config_errors(model: IvmModel) -> tuple[str, ...]:
     ):
         errors.append(
             f"Model '{model.name}': ivm_rebuild_above must be a positive number (changed rows as a "
-            "fraction of the changed upstreams' rows, e.g. 0.2) or false to never rebuild for size, "
+            "fraction of the changed upstreams' rows, e.g. 0.05) or false to never rebuild for size, "
             f"got '{threshold}'."
         )
     return tuple(errors)
