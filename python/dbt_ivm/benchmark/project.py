@@ -53,6 +53,10 @@ class BenchProject:
                 config-version: 2
                 profile: {PROJECT_NAME}
                 model-paths: ["models"]
+                # measure the incremental path at every size: the crossover sets the default
+                models:
+                  {PROJECT_NAME}:
+                    +ivm_rebuild_above: false
                 flags:
                   send_anonymous_usage_stats: false
                 """
