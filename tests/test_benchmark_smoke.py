@@ -1,4 +1,4 @@
-"""The benchmark end to end at a tiny scale (TPC-H SF 0.01, one mixed batch of 1%, one
+"""The benchmark end to end at its default scale (TPC-H SF 0.1, one mixed batch of 1%, one
 repetition) on the session's Spark: every output is written and every correctness check
 passes. No timing assertions: the numbers only have to exist.
 
@@ -25,7 +25,7 @@ SMOKE_WORKLOADS = ("w1", "w2", "w3", "w3p")
 
 def test_benchmark_end_to_end_every_check_passes(spark: SparkSession, tmp_path: Path) -> None:
     config = BenchConfig(
-        sf=0.01,
+        sf=0.1,
         workloads=SMOKE_WORKLOADS,
         fractions=(0.01,),
         kinds=("mixed",),
