@@ -136,6 +136,10 @@ def failures(project_factory) -> dict[str, str]:
         "models/bad_option.sql",
         f"{{{{ config(materialized='ivm', ivm_on_unsupported='ignore') }}}}\nselect order_id from {ORDERS}\n",
     )
+    project.write(
+        "models/bad_threshold.sql",
+        f"{{{{ config(materialized='ivm', ivm_rebuild_above=true) }}}}\nselect order_id from {ORDERS}\n",
+    )
     return project.run_failures("--exclude", "ivm_refresh_log")
 
 
@@ -152,3 +156,9 @@ def test_invalid_config_value_is_rejected(failures: dict[str, str]) -> None:
         "Model 'bad_option': ivm_on_unsupported must be 'error' or 'full_rebuild', got 'ignore'"
         in failures["bad_option"]
     )
+
+
+def test_rebuild_threshold_must_be_a_number_not_true(failures: dict[str, str]) -> None:
+    """true would otherwise count as the number 1 (Jinja's number test accepts booleans)."""
+    assert "Model 'bad_threshold': ivm_rebuild_above must be a positive number" in failures["bad_threshold"]
+    assert "got 'True'" in failures["bad_threshold"]
