@@ -16,6 +16,7 @@ from pathlib import Path
 from pyspark.sql import SparkSession
 
 from dbt_ivm.benchmark import BenchConfig, run_benchmark
+from dbt_ivm.benchmark.measure import check
 from dbt_ivm.benchmark.project import BenchProject
 from dbt_ivm.benchmark.report import JSON_FILE, MARKDOWN_FILE, PLOT_FILE
 
@@ -75,4 +76,22 @@ def test_differences_counts_rows_on_each_side_as_multisets(spark: SparkSession, 
     )
     # one (1, 'x') only in the table, one (2, null) only in the definition; __ivm_ columns ignored
     assert project.differences("m") == (1, 1)
+    # the fingerprint check sees the same difference although the row counts agree
+    assert check(project, "m", "fingerprint") == ("fail", [4, 4], None)
+    spark.sql(
+        "create or replace view t_bench_diff.__ivm_def__m as "
+        "select * from values (3, null), (1, 'x'), (2, null), (1, 'x') as v(k, s)"
+    )
+    assert check(project, "m", "fingerprint") == ("pass", [4, 4], None)
+    # NULLs in different columns: xxhash64 skips NULLs, the is-null flags tell them apart
+    spark.sql("drop table t_bench_diff.m")
+    spark.sql(
+        "create table t_bench_diff.m using parquet as "
+        "select * from values (cast(null as int), 1, 'a') as v(k, s, __ivm_id)"
+    )
+    spark.sql(
+        "create or replace view t_bench_diff.__ivm_def__m as "
+        "select * from values (1, cast(null as int)) as v(k, s)"
+    )
+    assert check(project, "m", "fingerprint")[0] == "fail"
     spark.sql("drop database t_bench_diff cascade")

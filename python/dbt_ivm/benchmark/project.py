@@ -127,14 +127,18 @@ class BenchProject:
         )
         return row[0].asDict(recursive=True) if row else None
 
+    def _compared(self, model: str) -> tuple[str, str, list[str]]:
+        """The table, its definition view and the columns they share (bookkeeping excluded)."""
+        table = f"{self.schema}.{model}"
+        names = [c for c in self.spark.table(table).columns if not c.startswith("__ivm_")]
+        return table, f"{self.schema}.__ivm_def__{model}", names
+
     def fingerprints(self, model: str) -> tuple[tuple[int, int], tuple[int, int]]:
         """(rows, sum of 64-bit row hashes) of the table and of its definition view: equal
         multisets give equal pairs; a difference goes unnoticed only if the hash sums
         collide. One scan per side and no shuffle, for tables too large for `differences`.
         Each column's hash is preceded by its is-null flag, since xxhash64 skips NULLs."""
-        table = f"{self.schema}.{model}"
-        definition = f"{self.schema}.__ivm_def__{model}"
-        names = [c for c in self.spark.table(table).columns if not c.startswith("__ivm_")]
+        table, definition, names = self._compared(model)
         hashed = ", ".join(f"`{c}` is null, `{c}`" for c in names)
         sides = []
         for relation in (table, definition):
@@ -148,9 +152,8 @@ class BenchProject:
         columns excluded): the row counts of `table EXCEPT ALL definition` and of
         `definition EXCEPT ALL table`, both from one aggregation over the union (each
         distinct row's count in the table minus its count in the definition)."""
-        table = f"{self.schema}.{model}"
-        definition = f"{self.schema}.__ivm_def__{model}"
-        columns = ", ".join(f"`{c}`" for c in self.spark.table(table).columns if not c.startswith("__ivm_"))
+        table, definition, names = self._compared(model)
+        columns = ", ".join(f"`{c}`" for c in names)
         row = self.spark.sql(
             f"select coalesce(sum(greatest(n, 0)), 0), coalesce(sum(greatest(-n, 0)), 0) from ("
             f"select {columns}, sum(side) as n from ("
