@@ -9,6 +9,7 @@ setup: $(VENV)/.installed
 
 $(VENV)/.installed: pyproject.toml
 	bash scripts/ensure_java.sh
+	bash scripts/fetch_delta_jars.sh
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e ".[spark,dev,bench]"
