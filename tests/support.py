@@ -14,7 +14,7 @@ from dbt.cli.main import dbtRunnerResult
 from hypothesis import strategies as st
 from pyspark.sql import SparkSession
 
-from dbt_ivm.changelog import ChangeLoggedTable, Op, Row
+from dbt_ivm.changelog import ChangeLoggedTable, DeltaFeedTable, Op, Row
 from dbt_ivm.runner import DbtProject, failure_text
 
 PROFILE = """\
@@ -171,14 +171,18 @@ class TableSpec:
 
 
 class RandomHistory:
-    """Change-logged upstream tables with a random history: a seeded first load, then one
-    random batch per generated example (see the differential tests)."""
+    """Upstream tables with a random history: a seeded first load, then one random batch per
+    generated example (see the differential tests). feed 'change_log': parquet tables with
+    a change log each; 'delta': Delta tables with their change data feed on, changed by
+    one INSERT/UPDATE/DELETE commit per operation."""
 
-    def __init__(self, project: IvmProject, tables: dict[str, TableSpec], seed: int) -> None:
+    def __init__(
+        self, project: IvmProject, tables: dict[str, TableSpec], seed: int, feed: str = "change_log"
+    ) -> None:
         pick = random.Random(seed)
         self.specs = tables
         self.rows: dict[str, dict[int, dict[str, Any]]] = {}
-        self.tables: dict[str, ChangeLoggedTable] = {}
+        self.tables: dict[str, ChangeLoggedTable | DeltaFeedTable] = {}
         self.next_id = 1000
         for name, spec in tables.items():
             rows = [
@@ -186,8 +190,13 @@ class RandomHistory:
                 for i in range(spec.rows)
             ]
             self.rows[name] = {r["id"]: r for r in rows}
-            project.create_table(name, spec.columns, rows)
-            self.tables[name] = project.logged_table(name, ["id"])
+            if feed == "delta":
+                table = DeltaFeedTable(project.spark, f"{project.raw}.{name}", ["id"])
+                table.create(spec.columns, rows)
+                self.tables[name] = table
+            else:
+                project.create_table(name, spec.columns, rows)
+                self.tables[name] = project.logged_table(name, ["id"])
 
     def draw_ops(self, data: Any, table: str) -> tuple[list[Op], dict[int, dict[str, Any]]]:
         """Up to 4 operations valid against the table's state, and the state after them; one
@@ -227,15 +236,21 @@ class RandomHistory:
 
 
 def differential_history(
-    project: IvmProject, models: dict[str, str], tables: dict[str, TableSpec], seed: int
+    project: IvmProject,
+    models: dict[str, str],
+    tables: dict[str, TableSpec],
+    seed: int,
+    feed: str = "change_log",
 ) -> RandomHistory:
-    """Write the models over change-logged random upstreams (source `src`), build them and
-    check the first build: the start of a differential test's shared history."""
-    sources = {name: f"unique_key: [id], change_log: {name}_changes" for name in tables}
+    """Write the models over random upstreams (source `src`; feed as in RandomHistory: a
+    Delta change feed needs only the key), build them and check the first build: the start
+    of a differential test's shared history."""
+    declared = "unique_key: [id]" if feed == "delta" else "unique_key: [id], change_log: {}_changes"
+    sources = {name: declared.format(name) for name in tables}
     project.write("models/sources.yml", sources_yaml(project.raw, sources, source="src"))
     for name, sql in models.items():
         project.write(f"models/{name}.sql", sql)
-    history = RandomHistory(project, tables, seed)
+    history = RandomHistory(project, tables, seed, feed)
     project.run()
     project.assert_consistent(list(models), "after the first build")
     return history

@@ -17,7 +17,6 @@ from typing import Any
 import pytest
 import sqlglot
 from dbt_common.events.base_types import EventMsg
-from pyspark.sql import SparkSession
 from sqlglot import exp
 
 from tests.support import IvmProject
@@ -231,10 +230,7 @@ def golden_text(statements: list[list[str]]) -> str:
     return "\n".join(parts)
 
 
-def parse(sql: str) -> exp.Expression | None:
-    """sqlglot's Spark dialect; RESET <conf> (Spark SQL) is not in sqlglot's grammar."""
-    if re.fullmatch(r"reset [A-Za-z0-9_.]+", sql.strip()):
-        return None
+def parse(sql: str) -> exp.Expression:
     return sqlglot.parse_one(sql, read="spark")
 
 
@@ -255,8 +251,6 @@ def test_delta_statements(rendered: dict[str, Any], case: dict[str, Any]) -> Non
     for label, sql in statements:
         tree = parse(sql)
         assert not re.search(r"\bdelete\s+from\b[^;]*\bin\s*\(\s*select", sql, re.I | re.S), label
-        if tree is None:
-            continue
         for delete in tree.find_all(exp.Delete):
             assert not any(i.args.get("query") for i in delete.find_all(exp.In)), (
                 f"{label}: DELETE ... IN (subquery)"
@@ -270,20 +264,13 @@ def test_delta_statements(rendered: dict[str, Any], case: dict[str, Any]) -> Non
                 )
 
     apply = applies[0].lower()
-    settings = [sql for label, sql in statements if label == "write setting"]
-    resets = [sql for label, sql in statements if label == "reset setting"]
-    metadata = json.loads(settings[0].split(" = ", 1)[1])
-    assert metadata["refresh_id"] == f"inv-1:model.p.{case['name']}"
-    assert set(metadata["versions_to"]) == {u["name"] for u in case["upstreams"]}
-    assert len(resets) == len(settings)
+    assert not [label for label, _ in statements if "setting" in label], (
+        "no session settings around a write: dbt's threads share the embedded session"
+    )
     if case.get("full"):
         assert apply.startswith("create or replace table analytics.")
         assert "using delta" in apply
-        assert len(settings) == 1, "CREATE OR REPLACE carries user metadata only"
     else:
-        assert any("txnappid" in s.lower() for s in settings) and any(
-            "txnversion" in s.lower() for s in settings
-        )
         shape = "insert" if case["name"] == "join_ins_only" else "merge"
         assert apply.startswith(shape + " into analytics.")
     for up in case["upstreams"]:
@@ -294,14 +281,6 @@ def test_delta_statements(rendered: dict[str, Any], case: dict[str, Any]) -> Non
         if up.get("feed") == "delta" and case.get("full"):
             # a rebuild reads a Delta upstream exactly at the fixed version
             assert f"from {up['name']} version as of 3)" in apply
-
-
-def test_txn_versions_differ_per_statement(rendered: dict[str, Any]) -> None:
-    """Two statements of one refresh carry distinct txnVersions (full build: 0, apply: 1 would
-    both be set only on idempotent writes), and the version grows with the refresh's start."""
-    statements = rendered["cases"]["agg_mixed"]["statements"]
-    version = next(sql for label, sql in statements if label == "write setting" and "txnVersion" in sql)
-    assert version.endswith(str(1767323045000 * 10 + 1))
 
 
 @pytest.mark.parametrize("code", sorted(ERROR_TEXTS))
@@ -327,22 +306,3 @@ def test_a_key_alone_reads_the_delta_change_feed_only_when_it_is_on(
     """ivm_detect_change_feeds decides from DESCRIBE TABLE EXTENDED; the parquet case also
     runs for real in tests/test_errors.py (IVM031 with what the table is)."""
     assert rendered["feeds"][name] == DESCRIBED[name][1]
-
-
-def test_write_settings_round_trip_through_spark_sql(rendered: dict[str, Any], spark: SparkSession) -> None:
-    """The SET statements carry the JSON commit metadata and the txn settings verbatim (Spark
-    takes the rest of a SET line as the value), and RESET clears them again."""
-    statements = rendered["cases"]["agg_mixed"]["statements"]
-    settings = [sql for label, sql in statements if label == "write setting"]
-    resets = [sql for label, sql in statements if label == "reset setting"]
-    expected = {}
-    for statement in settings:
-        key, _, value = statement.removeprefix("set ").partition(" = ")
-        expected[key] = value
-        spark.sql(statement)
-    assert {key: spark.conf.get(key) for key in expected} == expected
-    metadata = json.loads(expected["spark.databricks.delta.commitInfo.userMetadata"])
-    assert metadata["versions_to"] == {"raw.customers": "7", "raw.orders": "7"}
-    for statement in resets:
-        spark.sql(statement)
-    assert {key: spark.conf.get(key, None) for key in expected} == dict.fromkeys(expected)

@@ -6,11 +6,12 @@
     * everything else: one MERGE whose source holds at most one row per target key,
       keys matched null-safely (<=>). Delta rejects DELETE ... WHERE k IN (subquery), so
       rows are deleted by MERGE ... WHEN MATCHED THEN DELETE.
-    Each statement runs with
-      spark.databricks.delta.commitInfo.userMetadata = {"dbt_ivm": 1, "model", "refresh_id", "versions_to"}
-    (readable in DESCRIBE HISTORY: which refresh, up to which upstream versions, committed)
-    and spark.databricks.delta.write.txnAppId / txnVersion, so a statement that is retried
-    after it committed is skipped by Delta. The settings are reset after the statement. -#}
+    No session settings are set around a write (commit user metadata, txnAppId): with
+    dbt-spark's `method: session` every dbt thread shares one Spark session, so a setting
+    made for one model's statement would apply to another thread's statement too. An
+    interrupted refresh is resolved from the table's own history instead: the 'started'
+    row of the refresh log records the table's version before the write
+    (ivm_delta_resolve_interrupted). -#}
 
 {#- SQL of the MERGE for an aggregate or DISTINCT view (merge path): the merged view lists
     every affected group once (it is grouped by the keys), with __ivm_count the group's new
@@ -174,51 +175,30 @@ as {{ build_sql }}
   {{ return(sql) }}
 {% endmacro %}
 
-{#- The session settings around one write statement: commit user metadata (JSON with
-    model, refresh_id, versions_to) and the idempotent-write pair txnAppId / txnVersion.
-    txnAppId names the table; txnVersion is the refresh's start time in milliseconds
-    times 10 plus the statement's number, so it grows from refresh to refresh and differs
-    between the statements of one refresh: a statement retried after it committed has
-    an (appId, version) Delta already recorded and is skipped.
-    idempotent=false (CREATE OR REPLACE of a full build): user metadata only.
-    Returns {'set': [...], 'reset': [...]}. -#}
-{% macro ivm_delta_write_settings(target, model_id, entry, statement_no, idempotent=true) %}
-  {%- set epoch = modules.datetime.datetime(1970, 1, 1) -%}
-  {%- set ms = ((entry.started_at - epoch).total_seconds() * 1000) | round | int -%}
-  {%- set metadata = tojson({'dbt_ivm': 1, 'model': model_id, 'refresh_id': entry.refresh_id,
-                             'versions_to': entry.get('versions_to', {})}, sort_keys=true) -%}
-  {%- set keys = ['spark.databricks.delta.commitInfo.userMetadata', 'spark.databricks.delta.write.txnAppId', 'spark.databricks.delta.write.txnVersion'] -%}
-  {%- set resets = [] -%}
-  {%- for k in keys -%}{%- do resets.append('reset ' ~ k) -%}{%- endfor -%}
-  {%- set sets = ['set ' ~ keys[0] ~ ' = ' ~ metadata] -%}
-  {%- if idempotent -%}
-    {%- do sets.append('set ' ~ keys[1] ~ ' = dbt_ivm:' ~ modules.re.sub('[^A-Za-z0-9_.]', '_', target | string)) -%}
-    {%- do sets.append('set ' ~ keys[2] ~ ' = ' ~ (ms * 10 + statement_no)) -%}
+{#- The latest version of a Delta table, or -1 when `relation` is none or not a Delta table
+    (recorded in the 'started' row of a refresh, see ivm_delta_resolve_interrupted). -#}
+{% macro ivm_delta_table_version(relation) %}
+  {%- if relation is none or relation.type != 'table' -%}{{ return(-1) }}{%- endif -%}
+  {%- if dbt_ivm.ivm_describe_value('describe table extended ' ~ relation, 'Provider') | lower != 'delta' -%}
+    {{ return(-1) }}
   {%- endif -%}
-  {{ return({'set': sets, 'reset': resets[:sets | length]}) }}
-{% endmacro %}
-
-{#- Run one write statement as statement('main') with the write settings around it. -#}
-{% macro ivm_delta_write(target, sql, entry, statement_no, idempotent=true) %}
-  {%- set s = dbt_ivm.ivm_delta_write_settings(target, model.unique_id, entry, statement_no, idempotent) -%}
-  {%- for stmt in s.set -%}{%- do run_query(stmt) -%}{%- endfor -%}
-  {%- call statement('main') -%}{{ sql }}{%- endcall -%}
-  {%- for stmt in s.reset -%}{%- do run_query(stmt) -%}{%- endfor -%}
+  {%- set rows = run_query('describe history ' ~ relation ~ ' limit 1').rows -%}
+  {{ return(rows[0][0] | int if rows else -1) }}
 {% endmacro %}
 
 {#- Apply a staged change (see ivm_refresh_incremental) to a Delta table in one statement.
     Returns the number of rows deleted. -#}
-{% macro ivm_apply_delta(target, target_columns, stage, plan, repair, entry) %}
-  {{ return(adapter.dispatch('ivm_apply_delta', 'dbt_ivm')(target, target_columns, stage, plan, repair, entry)) }}
+{% macro ivm_apply_delta(target, target_columns, stage, plan, repair) %}
+  {{ return(adapter.dispatch('ivm_apply_delta', 'dbt_ivm')(target, target_columns, stage, plan, repair)) }}
 {% endmacro %}
 
-{% macro default__ivm_apply_delta(target, target_columns, stage, plan, repair, entry) %}
+{% macro default__ivm_apply_delta(target, target_columns, stage, plan, repair) %}
   {%- set sql = dbt_ivm.ivm_delta_apply_sql(target, target_columns, stage, plan, repair) -%}
   {%- set rows_deleted = stage.get('rows_deleted') -%}
   {%- if rows_deleted is none -%}
     {%- set rows_deleted = run_query('select count(*) from ' ~ target ~ ' __ivm_v ' ~ stage.predicates.joins | join(' ') ~ ' where ' ~ stage.predicates.flag).rows[0][0] if stage.rewrite else 0 -%}
   {%- endif -%}
-  {%- do dbt_ivm.ivm_delta_write(target, sql, entry, 1) -%}
+  {%- call statement('main') -%}{{ sql }}{%- endcall -%}
   {{ return(rows_deleted) }}
 {% endmacro %}
 
@@ -238,33 +218,48 @@ as {{ build_sql }}
 
 {#- Full build of a Delta table: one CREATE OR REPLACE TABLE (a table that is not Delta,
     e.g. a former parquet generation table, is dropped first). -#}
-{% macro ivm_delta_build(target, existing, build_sql, partition_by, entry) %}
+{% macro ivm_delta_build(target, existing, build_sql, partition_by) %}
   {%- if existing is not none -%}
     {%- set provider = dbt_ivm.ivm_describe_value('describe table extended ' ~ existing, 'Provider') if existing.type == 'table' else 'view' -%}
     {%- if provider | lower != 'delta' -%}{%- do adapter.drop_relation(existing) -%}{%- endif -%}
   {%- endif -%}
-  {%- do dbt_ivm.ivm_delta_write(target, dbt_ivm.ivm_delta_build_sql(target, build_sql, partition_by), entry, 0, false) -%}
+  {%- call statement('main') -%}{{ dbt_ivm.ivm_delta_build_sql(target, build_sql, partition_by) }}{%- endcall -%}
 {% endmacro %}
 
-{#- Exactly-once after an interrupted refresh of a Delta table. Its one write either
-    committed or did not; the commit's user metadata says which. Committed: the refresh
-    is complete, so the next one starts from the versions it reached. Not committed: the
-    table is untouched, so the next one starts from the last successful refresh. Either
-    way no re-apply by key is needed. Returns the state to refresh from. -#}
+{#- Exactly-once after interrupted refreshes of a Delta table. Each one's single write
+    either committed or did not. Only one refresh of a model writes its table at a time, and
+    each 'started' row records the table's version before that refresh (table_version).
+    With V the table's latest data-changing commit (WRITE, MERGE, CREATE/REPLACE AS SELECT),
+    the interrupted refresh that committed V is the latest one that started below V (a
+    refresh that started after V saw it already); none started below V: none committed.
+    Committed: the table holds that refresh's change, so the next one starts from the
+    versions it reached. Otherwise the table is untouched since the last success, and the
+    next one starts from there. Either way no re-apply by key is needed. Without recorded
+    versions (a log written by an older dbt_ivm) the state is returned as it is, and the
+    next run repairs by key or rebuilds. Returns the state to refresh from. -#}
 {% macro ivm_delta_resolve_interrupted(existing, state, exact_reads) %}
-  {%- set history = run_query('describe history ' ~ existing ~ ' limit 1') -%}
+  {%- set interrupted_all = state.get('interrupted_all') or [state.interrupted] -%}
+  {%- if interrupted_all | selectattr('table_version', 'none') | list -%}{{ return(state) }}{%- endif -%}
+  {%- set history = run_query('describe history ' ~ existing) -%}
   {%- set names = history.column_names | map('lower') | list -%}
-  {%- set text = history.rows[0][names.index('usermetadata')] if history.rows and 'usermetadata' in names else none -%}
-  {%- set metadata = fromjson(text) if text and (text | string).startswith('{') else {} -%}
-  {%- set interrupted = state.interrupted -%}
-  {%- if metadata.get('refresh_id') == interrupted.refresh_id and interrupted.definition_hash -%}
-    {{ log('dbt_ivm: the interrupted refresh ' ~ interrupted.refresh_id ~ ' committed its write to ' ~ existing ~ ': continuing from the versions it reached', info=true) }}
+  {%- set writes = ['WRITE', 'MERGE', 'CREATE TABLE AS SELECT', 'CREATE OR REPLACE TABLE AS SELECT', 'REPLACE TABLE AS SELECT'] -%}
+  {%- set ns = namespace(latest=-1, committed=none) -%}
+  {%- for row in history.rows if row[names.index('operation')] in writes -%}
+    {%- set ns.latest = [ns.latest, row[names.index('version')] | int] | max -%}
+  {%- endfor -%}
+  {%- for i in interrupted_all if i.table_version | int < ns.latest -%}
+    {%- set ns.committed = i -%}
+  {%- endfor -%}
+  {%- set interrupted = ns.committed -%}
+  {%- if interrupted is not none and interrupted.definition_hash -%}
+    {{ log('dbt_ivm: the interrupted refresh ' ~ interrupted.refresh_id ~ ' committed its write to ' ~ existing
+           ~ ': continuing from the versions it reached', info=true) }}
     {#- a plain change log may have advanced while that refresh read its table -#}
     {%- set repair = none if exact_reads else 'the last refresh was interrupted after its commit, an upstream change log may have advanced during it' -%}
     {{ return({'last_success': {'versions': interrupted.versions, 'definition_hash': interrupted.definition_hash}, 'repair': repair}) }}
   {%- endif -%}
   {%- if state.last_success is none -%}{{ return(state) }}{%- endif -%}
-  {{ log('dbt_ivm: the interrupted refresh ' ~ interrupted.refresh_id ~ ' did not commit to ' ~ existing ~ ': refreshing from the last successful one', info=true) }}
+  {{ log('dbt_ivm: the interrupted refresh ' ~ state.interrupted.refresh_id ~ ' did not commit to ' ~ existing ~ ': refreshing from the last successful one', info=true) }}
   {%- set repair = 'an upstream change log advanced during the last refresh' if state.last_success.get('logs_advanced') else none -%}
   {{ return({'last_success': state.last_success, 'repair': repair}) }}
 {% endmacro %}

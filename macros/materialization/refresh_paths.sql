@@ -64,9 +64,12 @@
 {#- Build (or rebuild) the table from build_sql and keep the plain definition as a view. -#}
 {% macro ivm_build_full(target, existing, build_sql, definition_sql, settings, entry) %}
   {%- do entry.update({'status': 'started'}) -%}
+  {%- if settings.get('file_format') == 'delta' -%}
+    {%- do entry.update({'table_version': dbt_ivm.ivm_delta_table_version(existing)}) -%}
+  {%- endif -%}
   {%- do dbt_ivm.ivm_log_refresh(model, target, entry) -%}
   {%- if settings.get('file_format') == 'delta' -%}
-    {%- do dbt_ivm.ivm_delta_build(target, existing, build_sql, settings.partition_by, entry) -%}
+    {%- do dbt_ivm.ivm_delta_build(target, existing, build_sql, settings.partition_by) -%}
   {%- elif settings.partition_by -%}
     {%- if existing is not none -%}{%- do adapter.drop_relation(existing) -%}{%- endif -%}
     {%- call statement('main') -%}
@@ -168,11 +171,14 @@
   {%- set reason = ((state.repair ~ ', re-applying by key; ') if state.repair else '') ~ stage.reason -%}
   {%- do dbt_ivm.ivm_lap(phases, 'delta', clock) -%}
   {%- do entry.update({'status': 'started', 'path': 'incremental', 'reason': reason}) -%}
+  {%- if settings.get('file_format') == 'delta' -%}
+    {%- do entry.update({'table_version': dbt_ivm.ivm_delta_table_version(target)}) -%}
+  {%- endif -%}
   {%- do dbt_ivm.ivm_log_refresh(model, target, entry) -%}
   {%- do dbt_ivm.ivm_lap(phases, 'bookkeeping', clock) -%}
 
   {%- if settings.get('file_format') == 'delta' -%}
-    {%- set rows_deleted = dbt_ivm.ivm_apply_delta(target, target_columns, stage, plan, state.repair is not none, entry) -%}
+    {%- set rows_deleted = dbt_ivm.ivm_apply_delta(target, target_columns, stage, plan, state.repair is not none) -%}
   {%- elif not stage.rewrite -%}
     {%- do dbt_ivm.ivm_apply_append(target, columns, stage.insert_view) -%}
     {%- set rows_deleted = 0 -%}

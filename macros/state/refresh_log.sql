@@ -35,7 +35,7 @@
              'started_at timestamp', 'logged_at timestamp', 'duration_s double',
              'versions_from map<string, string>', 'versions_to map<string, string>', 'change_rows map<string, bigint>',
              'rows_deleted bigint', 'rows_inserted bigint', 'logs_advanced boolean', 'definition_hash string', 'message string',
-             'phase_s map<string, double>']) }}
+             'phase_s map<string, double>', 'table_version bigint']) }}
 {% endmacro %}
 
 {#- Create the refresh log once per invocation (on-run-start), before models run in parallel. -#}
@@ -46,7 +46,9 @@
 {% endmacro %}
 
 {#- {'last_success': row dict or none, 'repair': why the next run must re-apply by key, or none,
-    'interrupted' (only after an interrupted refresh): its refresh_id, versions and definition_hash}. -#}
+    'interrupted' (only after an interrupted refresh): its refresh_id, versions, definition_hash
+    and table_version, 'interrupted_all': every refresh interrupted since the last success,
+    oldest first}. -#}
 {% macro ivm_read_state(model_id) %}
   {{ return(adapter.dispatch('ivm_read_state', 'dbt_ivm')(model_id)) }}
 {% endmacro %}
@@ -54,7 +56,7 @@
 {% macro default__ivm_read_state(model_id) %}
   {%- set log = dbt_ivm.ivm_refresh_log_relation() -%}
   {%- set m = dbt_ivm.ivm_string_literal(model_id) -%}
-  {%- set rows = run_query('select status, to_json(versions_to), definition_hash, logs_advanced, refresh_id from ' ~ log ~ ' where model = ' ~ m ~ '
+  {%- set rows = run_query('select status, to_json(versions_to), definition_hash, logs_advanced, refresh_id, table_version from ' ~ log ~ ' where model = ' ~ m ~ '
       and logged_at >= coalesce((select max(logged_at) from ' ~ log ~ ' where model = ' ~ m ~ " and status = 'success'), timestamp'1970-01-01')
       order by logged_at").rows -%}
   {%- set state = {'last_success': none, 'repair': none} -%}
@@ -63,8 +65,10 @@
       {%- do state.update({'last_success': {'versions': fromjson(r[1]) if r[1] else {}, 'definition_hash': r[2], 'logs_advanced': r[3]},
                            'repair': 'an upstream change log advanced during the last refresh' if r[3] else none}) -%}
     {%- elif r[0] == 'started' -%}
-      {%- do state.update({'repair': 'the last refresh was interrupted',
-                           'interrupted': {'refresh_id': r[4], 'versions': fromjson(r[1]) if r[1] else {}, 'definition_hash': r[2]}}) -%}
+      {#- several refreshes may have been interrupted since the last success -#}
+      {%- set interrupted = {'refresh_id': r[4], 'versions': fromjson(r[1]) if r[1] else {}, 'definition_hash': r[2], 'table_version': r[5]} -%}
+      {%- do state.update({'repair': 'the last refresh was interrupted', 'interrupted': interrupted,
+                           'interrupted_all': state.get('interrupted_all', []) + [interrupted]}) -%}
     {%- endif -%}
   {%- endfor -%}
   {{ return(state) }}
@@ -88,7 +92,7 @@
       entry.get('rows_deleted', 'null') | string, entry.get('rows_inserted', 'null') | string,
       'true' if entry.get('logs_advanced') else 'false',
       dbt_ivm.ivm_string_literal(entry.get('definition_hash')), dbt_ivm.ivm_string_literal(entry.get('message')),
-      dbt_ivm.ivm_map_literal(entry.get('phase_s', {}), 'double'), model_id] -%}
+      dbt_ivm.ivm_map_literal(entry.get('phase_s', {}), 'double'), 'cast(' ~ entry.get('table_version', 'null') ~ ' as bigint)', model_id] -%}
   {#- rewrite this model's partition only: concurrent refreshes of other models write
       other partitions, each staged in its own directory -#}
   {%- do run_query('insert overwrite table ' ~ log ~ ' select * from ' ~ log ~ ' where model = ' ~ model_id ~ ' union all select ' ~ values | join(', ')) -%}

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import date, datetime, timezone
+from decimal import Decimal
 from typing import Any, Literal
 
 from pyspark.sql import DataFrame, SparkSession
@@ -112,3 +113,62 @@ def append_rows(spark: SparkSession, table: str, rows: Sequence[Row]) -> None:
     schema = spark.table(table).schema
     data = [tuple(r.get(n) for n in schema.names) for r in rows]
     spark.createDataFrame(data, schema).write.insertInto(table)
+
+
+def sql_literal(value: Any) -> str:
+    """A Spark SQL literal for a Python value (the types of the demo's and tests' tables)."""
+    if value is None:
+        return "NULL"
+    if isinstance(value, bool):
+        return "TRUE" if value else "FALSE"
+    if isinstance(value, int | float):
+        return repr(value)
+    if isinstance(value, Decimal):
+        return f"{value}BD"
+    if isinstance(value, datetime):
+        return f"TIMESTAMP'{value.isoformat(sep=' ')}'"
+    if isinstance(value, date):
+        return f"DATE'{value.isoformat()}'"
+    text = str(value).replace("\\", "\\\\").replace("'", "\\'")
+    return f"'{text}'"
+
+
+@dataclass
+class DeltaFeedTable:
+    """A Delta table with its change data feed on, changed by SQL statements the way a
+    producer would: every operation is one Delta commit (INSERT, UPDATE or DELETE)."""
+
+    spark: SparkSession
+    table: str
+    key: Sequence[str]
+
+    def create(self, columns: str, rows: Sequence[Row] = ()) -> None:
+        self.spark.sql(f"drop table if exists {self.table}")
+        self.spark.sql(
+            f"create table {self.table} ({columns}) using delta "
+            "tblproperties ('delta.enableChangeDataFeed' = 'true')"
+        )
+        if rows:
+            names = self.spark.table(self.table).schema.names
+            values = ", ".join("(" + ", ".join(sql_literal(r.get(n)) for n in names) + ")" for r in rows)
+            self.spark.sql(f"insert into {self.table} values {values}")
+
+    def statements(self, ops: Iterable[Op]) -> list[str]:
+        names = self.spark.table(self.table).schema.names
+        result = []
+        for op in ops:
+            where = " and ".join(f"`{k}` <=> {sql_literal(op.row[k])}" for k in self.key)
+            if op.kind == "insert":
+                values = ", ".join(sql_literal(op.row.get(n)) for n in names)
+                result.append(f"insert into {self.table} values ({values})")
+            elif op.kind == "update":
+                sets = ", ".join(f"`{n}` = {sql_literal(op.row.get(n))}" for n in names if n not in self.key)
+                result.append(f"update {self.table} set {sets} where {where}")
+            else:
+                result.append(f"delete from {self.table} where {where}")
+        return result
+
+    def apply(self, ops: Iterable[Op]) -> None:
+        """Apply ops in order, one Delta commit each."""
+        for statement in self.statements(ops):
+            self.spark.sql(statement)

@@ -71,22 +71,15 @@
       {%- endif -%}
       {%- set full_template = spec.full -%}
     {%- endif -%}
-    {%- set entry = {'refresh_id': 'inv-1:model.p.' ~ case.name, 'started_at': modules.datetime.datetime(2026, 1, 2, 3, 4, 5),
-                     'versions_to': {}} -%}
-    {%- for p in plan -%}{%- do entry.versions_to.update({p.up.name: p.to}) -%}{%- endfor -%}
     {%- if case.get('full') -%}
       {%- set relations = {} -%}
       {%- for p in plan -%}{%- do relations.update({p.index: dbt_ivm.ivm_snapshot_sql(p.up, p.columns, p.to)}) -%}{%- endfor -%}
-      {%- set settings = dbt_ivm.ivm_delta_write_settings(target, 'model.p.' ~ case.name, entry, 0, false) -%}
       {%- set apply = [dbt_ivm.ivm_delta_build_sql(target, dbt_ivm.ivm_fill_relations(full_template, relations), case.get('partition_by', []))] -%}
       {%- set statements = [] -%}
     {%- else -%}
-      {%- set settings = dbt_ivm.ivm_delta_write_settings(target, 'model.p.' ~ case.name, entry, 1) -%}
       {%- set apply = [dbt_ivm.ivm_delta_apply_sql(target, target_columns, stage, plan, case.get('repair', false))] -%}
     {%- endif -%}
-    {%- for s in settings.set -%}{%- do statements.append(['write setting', s]) -%}{%- endfor -%}
     {%- for s in apply -%}{%- do statements.append(['apply', s]) -%}{%- endfor -%}
-    {%- for s in settings.reset -%}{%- do statements.append(['reset setting', s]) -%}{%- endfor -%}
     {%- do out.update({case.name: {'shape': analysis.shape, 'issues': analysis.issues | map(attribute='code') | list, 'statements': statements}}) -%}
   {%- endfor -%}
   {%- set errors = {} -%}

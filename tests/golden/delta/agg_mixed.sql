@@ -40,28 +40,10 @@ group by `__ivm_g_0`
   left join analytics.agg_mixed __ivm_t on __ivm_t.`__ivm_g_0` <=> __ivm_d.`__ivm_g_0`
 ) __ivm_m
 
--- 4: write setting
-set spark.databricks.delta.commitInfo.userMetadata = {"dbt_ivm": 1, "model": "model.p.agg_mixed", "refresh_id": "inv-1:model.p.agg_mixed", "versions_to": {"raw.customers": "7", "raw.orders": "7"}}
-
--- 5: write setting
-set spark.databricks.delta.write.txnAppId = dbt_ivm:analytics.agg_mixed
-
--- 6: write setting
-set spark.databricks.delta.write.txnVersion = 17673230450001
-
--- 7: apply
+-- 4: apply
 merge into analytics.agg_mixed __ivm_t
 using __ivm_agg_mixed_merged __ivm_s
 on __ivm_t.`__ivm_g_0` <=> __ivm_s.`__ivm_g_0`
 when matched and __ivm_s.__ivm_count = 0 then delete
 when matched then update set __ivm_t.`region` = __ivm_s.`region`, __ivm_t.`n` = __ivm_s.`n`, __ivm_t.`revenue` = __ivm_s.`revenue`, __ivm_t.`__ivm_g_0` = __ivm_s.`__ivm_g_0`, __ivm_t.`__ivm_count` = __ivm_s.`__ivm_count`, __ivm_t.`__ivm_s0` = __ivm_s.`__ivm_s0`, __ivm_t.`__ivm_s1` = __ivm_s.`__ivm_s1`, __ivm_t.`__ivm_n1` = __ivm_s.`__ivm_n1`
 when not matched and __ivm_s.__ivm_count > 0 then insert (`region`, `n`, `revenue`, `__ivm_g_0`, `__ivm_count`, `__ivm_s0`, `__ivm_s1`, `__ivm_n1`) values (__ivm_s.`region`, __ivm_s.`n`, __ivm_s.`revenue`, __ivm_s.`__ivm_g_0`, __ivm_s.`__ivm_count`, __ivm_s.`__ivm_s0`, __ivm_s.`__ivm_s1`, __ivm_s.`__ivm_n1`)
-
--- 8: reset setting
-reset spark.databricks.delta.commitInfo.userMetadata
-
--- 9: reset setting
-reset spark.databricks.delta.write.txnAppId
-
--- 10: reset setting
-reset spark.databricks.delta.write.txnVersion

@@ -24,27 +24,9 @@ group by `orders`.`__ivm_sign`
   left join analytics.agg_no_group_by __ivm_t on true
 ) __ivm_m
 
--- 3: write setting
-set spark.databricks.delta.commitInfo.userMetadata = {"dbt_ivm": 1, "model": "model.p.agg_no_group_by", "refresh_id": "inv-1:model.p.agg_no_group_by", "versions_to": {"raw.orders": "7"}}
-
--- 4: write setting
-set spark.databricks.delta.write.txnAppId = dbt_ivm:analytics.agg_no_group_by
-
--- 5: write setting
-set spark.databricks.delta.write.txnVersion = 17673230450001
-
--- 6: apply
+-- 3: apply
 merge into analytics.agg_no_group_by __ivm_t
 using __ivm_agg_no_group_by_merged __ivm_s
 on true
 when matched then update set __ivm_t.`n` = __ivm_s.`n`, __ivm_t.`revenue` = __ivm_s.`revenue`, __ivm_t.`__ivm_count` = __ivm_s.`__ivm_count`, __ivm_t.`__ivm_s0` = __ivm_s.`__ivm_s0`, __ivm_t.`__ivm_s1` = __ivm_s.`__ivm_s1`, __ivm_t.`__ivm_n1` = __ivm_s.`__ivm_n1`
 when not matched then insert (`n`, `revenue`, `__ivm_count`, `__ivm_s0`, `__ivm_s1`, `__ivm_n1`) values (__ivm_s.`n`, __ivm_s.`revenue`, __ivm_s.`__ivm_count`, __ivm_s.`__ivm_s0`, __ivm_s.`__ivm_s1`, __ivm_s.`__ivm_n1`)
-
--- 7: reset setting
-reset spark.databricks.delta.commitInfo.userMetadata
-
--- 8: reset setting
-reset spark.databricks.delta.write.txnAppId
-
--- 9: reset setting
-reset spark.databricks.delta.write.txnVersion

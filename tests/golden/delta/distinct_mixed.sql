@@ -25,28 +25,10 @@ group by `customer_id`, `status`
   left join analytics.distinct_mixed __ivm_t on __ivm_t.`customer_id` <=> __ivm_d.`customer_id` and __ivm_t.`status` <=> __ivm_d.`status`
 ) __ivm_m
 
--- 3: write setting
-set spark.databricks.delta.commitInfo.userMetadata = {"dbt_ivm": 1, "model": "model.p.distinct_mixed", "refresh_id": "inv-1:model.p.distinct_mixed", "versions_to": {"raw.orders": "7"}}
-
--- 4: write setting
-set spark.databricks.delta.write.txnAppId = dbt_ivm:analytics.distinct_mixed
-
--- 5: write setting
-set spark.databricks.delta.write.txnVersion = 17673230450001
-
--- 6: apply
+-- 3: apply
 merge into analytics.distinct_mixed __ivm_t
 using __ivm_distinct_mixed_merged __ivm_s
 on __ivm_t.`customer_id` <=> __ivm_s.`customer_id` and __ivm_t.`status` <=> __ivm_s.`status`
 when matched and __ivm_s.__ivm_count = 0 then delete
 when matched then update set __ivm_t.`customer_id` = __ivm_s.`customer_id`, __ivm_t.`status` = __ivm_s.`status`, __ivm_t.`__ivm_count` = __ivm_s.`__ivm_count`
 when not matched and __ivm_s.__ivm_count > 0 then insert (`customer_id`, `status`, `__ivm_count`) values (__ivm_s.`customer_id`, __ivm_s.`status`, __ivm_s.`__ivm_count`)
-
--- 7: reset setting
-reset spark.databricks.delta.commitInfo.userMetadata
-
--- 8: reset setting
-reset spark.databricks.delta.write.txnAppId
-
--- 9: reset setting
-reset spark.databricks.delta.write.txnVersion

@@ -1,11 +1,5 @@
--- 1: write setting
-set spark.databricks.delta.commitInfo.userMetadata = {"dbt_ivm": 1, "model": "model.p.full_rebuild", "refresh_id": "inv-1:model.p.full_rebuild", "versions_to": {"raw.customers": "3", "raw.orders": "3"}}
-
--- 2: apply
+-- 1: apply
 create or replace table analytics.full_rebuild using delta
 partitioned by (`region`)
 tblproperties ('delta.enableChangeDataFeed' = 'true')
 as select o.order_id, o.amount, c.region , `o`.`order_id` as __ivm_orders__order_id, `c`.`customer_id` as __ivm_customers__customer_id from (select * from raw.orders version as of 3) o join raw.customers c on o.customer_id = c.customer_id where o.status <> 'cancelled'
-
--- 3: reset setting
-reset spark.databricks.delta.commitInfo.userMetadata

@@ -27,16 +27,7 @@ select * from (
 select o.order_id, o.amount, c.region , `o`.`order_id` as __ivm_orders__order_id, `c`.`customer_id` as __ivm_customers__customer_id from (select __ivm_s.* from raw.orders __ivm_s left anti join __ivm_join_del_ins_chg_orders __ivm_k on __ivm_s.`order_id` <=> __ivm_k.`order_id`) o join (select `customer_id`, `region` from __ivm_join_del_ins_chg_customers where __ivm_new) c on o.customer_id = c.customer_id where o.status <> 'cancelled'
 ) __ivm_term_1
 
--- 4: write setting
-set spark.databricks.delta.commitInfo.userMetadata = {"dbt_ivm": 1, "model": "model.p.join_del_ins", "refresh_id": "inv-1:model.p.join_del_ins", "versions_to": {"raw.customers": "7", "raw.orders": "7"}}
-
--- 5: write setting
-set spark.databricks.delta.write.txnAppId = dbt_ivm:analytics.join_del_ins
-
--- 6: write setting
-set spark.databricks.delta.write.txnVersion = 17673230450001
-
--- 7: apply
+-- 4: apply
 merge into analytics.join_del_ins __ivm_t
 using (
   select distinct true as __ivm_del, cast(null as bigint) as `order_id`, cast(null as decimal(10,2)) as `amount`, cast(null as string) as `region`, __ivm_v.`__ivm_orders__order_id`, cast(null as bigint) as `__ivm_customers__customer_id`
@@ -49,12 +40,3 @@ using (
 on __ivm_s.__ivm_del and __ivm_t.`__ivm_orders__order_id` <=> __ivm_s.`__ivm_orders__order_id`
 when matched then delete
 when not matched and not __ivm_s.__ivm_del then insert (`order_id`, `amount`, `region`, `__ivm_orders__order_id`, `__ivm_customers__customer_id`) values (__ivm_s.`order_id`, __ivm_s.`amount`, __ivm_s.`region`, __ivm_s.`__ivm_orders__order_id`, __ivm_s.`__ivm_customers__customer_id`)
-
--- 8: reset setting
-reset spark.databricks.delta.commitInfo.userMetadata
-
--- 9: reset setting
-reset spark.databricks.delta.write.txnAppId
-
--- 10: reset setting
-reset spark.databricks.delta.write.txnVersion

@@ -8,16 +8,7 @@ from (
 where (not f.__ivm_is_new or l.__ivm_is_new)
   and not (not f.__ivm_is_new and l.__ivm_is_new and f.`customer_id` <=> l.`customer_id` and f.`region` <=> l.`region`)
 
--- 2: write setting
-set spark.databricks.delta.commitInfo.userMetadata = {"dbt_ivm": 1, "model": "model.p.join_del_only", "refresh_id": "inv-1:model.p.join_del_only", "versions_to": {"raw.customers": "7", "raw.orders": "3"}}
-
--- 3: write setting
-set spark.databricks.delta.write.txnAppId = dbt_ivm:analytics.join_del_only
-
--- 4: write setting
-set spark.databricks.delta.write.txnVersion = 17673230450001
-
--- 5: apply
+-- 2: apply
 merge into analytics.join_del_only __ivm_t
 using (
   select distinct true as __ivm_del, cast(null as bigint) as `order_id`, cast(null as decimal(10,2)) as `amount`, cast(null as string) as `region`, cast(null as bigint) as `__ivm_orders__order_id`, __ivm_v.`__ivm_customers__customer_id`
@@ -30,12 +21,3 @@ using (
 on __ivm_s.__ivm_del and __ivm_t.`__ivm_customers__customer_id` <=> __ivm_s.`__ivm_customers__customer_id`
 when matched then delete
 when not matched and not __ivm_s.__ivm_del then insert (`order_id`, `amount`, `region`, `__ivm_orders__order_id`, `__ivm_customers__customer_id`) values (__ivm_s.`order_id`, __ivm_s.`amount`, __ivm_s.`region`, __ivm_s.`__ivm_orders__order_id`, __ivm_s.`__ivm_customers__customer_id`)
-
--- 6: reset setting
-reset spark.databricks.delta.commitInfo.userMetadata
-
--- 7: reset setting
-reset spark.databricks.delta.write.txnAppId
-
--- 8: reset setting
-reset spark.databricks.delta.write.txnVersion

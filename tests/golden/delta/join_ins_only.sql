@@ -13,23 +13,5 @@ select * from (
 select o.order_id, o.amount, c.region , `o`.`order_id` as __ivm_orders__order_id, `c`.`customer_id` as __ivm_customers__customer_id from (select `order_id`, `customer_id`, `amount`, `status` from __ivm_join_ins_only_chg_orders where __ivm_new) o join raw.customers c on o.customer_id = c.customer_id where o.status <> 'cancelled'
 ) __ivm_term_0
 
--- 3: write setting
-set spark.databricks.delta.commitInfo.userMetadata = {"dbt_ivm": 1, "model": "model.p.join_ins_only", "refresh_id": "inv-1:model.p.join_ins_only", "versions_to": {"raw.customers": "3", "raw.orders": "7"}}
-
--- 4: write setting
-set spark.databricks.delta.write.txnAppId = dbt_ivm:analytics.join_ins_only
-
--- 5: write setting
-set spark.databricks.delta.write.txnVersion = 17673230450001
-
--- 6: apply
+-- 3: apply
 insert into analytics.join_ins_only (`order_id`, `amount`, `region`, `__ivm_orders__order_id`, `__ivm_customers__customer_id`) select `order_id`, `amount`, `region`, `__ivm_orders__order_id`, `__ivm_customers__customer_id` from __ivm_join_ins_only_ins
-
--- 7: reset setting
-reset spark.databricks.delta.commitInfo.userMetadata
-
--- 8: reset setting
-reset spark.databricks.delta.write.txnAppId
-
--- 9: reset setting
-reset spark.databricks.delta.write.txnVersion

@@ -23,16 +23,7 @@ select __ivm_r.* from (
 select  customer_id, max(amount) as top, count(*) as n, customer_id as __ivm_g_0, count(*) as __ivm_count, max(amount) as __ivm_s0, count(*) as __ivm_s1  from (select * from raw.orders version as of 7) `orders` group by customer_id
 ) __ivm_r left semi join __ivm_minmax_recompute_groups __ivm_a on __ivm_r.`__ivm_g_0` <=> __ivm_a.`__ivm_g_0`
 
--- 4: write setting
-set spark.databricks.delta.commitInfo.userMetadata = {"dbt_ivm": 1, "model": "model.p.minmax_recompute", "refresh_id": "inv-1:model.p.minmax_recompute", "versions_to": {"raw.orders": "7"}}
-
--- 5: write setting
-set spark.databricks.delta.write.txnAppId = dbt_ivm:analytics.minmax_recompute
-
--- 6: write setting
-set spark.databricks.delta.write.txnVersion = 17673230450001
-
--- 7: apply
+-- 4: apply
 merge into analytics.minmax_recompute __ivm_t
 using (
   select __ivm_a.`__ivm_g_0` as __ivm_mk_0, __ivm_r.*
@@ -43,12 +34,3 @@ on __ivm_t.`__ivm_g_0` <=> __ivm_s.__ivm_mk_0
 when matched and __ivm_s.__ivm_present is null then delete
 when matched then update set __ivm_t.`customer_id` = __ivm_s.`customer_id`, __ivm_t.`top` = __ivm_s.`top`, __ivm_t.`n` = __ivm_s.`n`, __ivm_t.`__ivm_g_0` = __ivm_s.`__ivm_g_0`, __ivm_t.`__ivm_count` = __ivm_s.`__ivm_count`, __ivm_t.`__ivm_s0` = __ivm_s.`__ivm_s0`, __ivm_t.`__ivm_s1` = __ivm_s.`__ivm_s1`
 when not matched and __ivm_s.__ivm_present then insert (`customer_id`, `top`, `n`, `__ivm_g_0`, `__ivm_count`, `__ivm_s0`, `__ivm_s1`) values (__ivm_s.`customer_id`, __ivm_s.`top`, __ivm_s.`n`, __ivm_s.`__ivm_g_0`, __ivm_s.`__ivm_count`, __ivm_s.`__ivm_s0`, __ivm_s.`__ivm_s1`)
-
--- 8: reset setting
-reset spark.databricks.delta.commitInfo.userMetadata
-
--- 9: reset setting
-reset spark.databricks.delta.write.txnAppId
-
--- 10: reset setting
-reset spark.databricks.delta.write.txnVersion
