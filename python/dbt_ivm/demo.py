@@ -99,7 +99,9 @@ PARQUET_BATCH = {
     ],
     "order_lines": [
         Op("insert", {"line_id": 8, "order_id": 107, "sku": "A-1", "quantity": 1, "price": Decimal("18.00")}),
-        Op("update", {"line_id": 4, "order_id": 102, "sku": "C-3", "quantity": 5, "price": Decimal("245.00")}),
+        Op(
+            "update", {"line_id": 4, "order_id": 102, "sku": "C-3", "quantity": 5, "price": Decimal("245.00")}
+        ),
         Op("delete", {"line_id": 1}),
     ],
 }
@@ -168,25 +170,20 @@ def apply_batch(spark: SparkSession, fmt: str) -> None:
 
 
 def print_delta_history(spark: SparkSession, table: str) -> None:
-    """The commits of an ivm Delta table: one per build or refresh, with dbt_ivm's metadata."""
+    """The commits of an ivm Delta table: the build, then one per refresh that changed it,
+    each with the user metadata dbt_ivm sets on its writes."""
     print(f"    DESCRIBE HISTORY {table}")
+    names = {
+        "numTargetRowsInserted": "inserted",
+        "numTargetRowsUpdated": "updated",
+        "numTargetRowsDeleted": "deleted",
+        "numOutputRows": "rows written",
+    }
     for commit in reversed(spark.sql(f"describe history {table}").collect()):
-        meta = json.loads(commit.userMetadata) if commit.userMetadata else {}
         metrics = commit.operationMetrics or {}
-        counts = ", ".join(
-            f"{key} {metrics[key]}"
-            for key in (
-                "numTargetRowsInserted",
-                "numTargetRowsUpdated",
-                "numTargetRowsDeleted",
-                "numOutputRows",
-            )
-            if key in metrics
-        )
-        print(
-            f"    version {commit.version}: {commit.operation:<32} {counts:<70} "
-            f"refresh_id={meta.get('refresh_id', '-')}"
-        )
+        counts = ", ".join(f"{label} {metrics[key]}" for key, label in names.items() if key in metrics)
+        print(f"    version {commit.version}: {commit.operation} ({counts})")
+        print(f"      userMetadata: {commit.userMetadata}")
 
 
 def print_refresh_log(spark: SparkSession) -> None:
@@ -210,7 +207,9 @@ def print_refresh_log(spark: SparkSession) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--project-dir", type=Path, default=Path("integration_tests"))
     parser.add_argument(
         "--format",
