@@ -1,4 +1,5 @@
-"""The quick-start demo runs end to end on a copy of integration_tests/ (CI guards it)."""
+"""The quick-start demo runs end to end on a copy of integration_tests/ (CI guards it):
+on Delta Lake, as `make demo` runs it."""
 
 from __future__ import annotations
 
@@ -10,9 +11,12 @@ import pytest
 from dbt_ivm import demo
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
+MODELS = ("order_facts", "line_facts", "customer_page_views", "revenue_by_region", "sku_sales")
 
 
-def test_demo_builds_refreshes_and_tests(spark, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_demo_on_delta_builds_refreshes_and_tests(
+    spark, delta, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     project = tmp_path / "integration_tests"
     shutil.copytree(
         REPO_ROOT / "integration_tests",
@@ -22,7 +26,19 @@ def test_demo_builds_refreshes_and_tests(spark, tmp_path: Path, capsys: pytest.C
     (project / "packages.yml").write_text(f"packages:\n  - local: {REPO_ROOT}\n")
     assert demo.main(["--project-dir", str(project)]) == 0
     out = capsys.readouterr().out
+    # the upstreams are Delta tables with change data feed, changed with Delta DML
+    assert "USING delta TBLPROPERTIES ('delta.enableChangeDataFeed' = 'true')" in out
+    assert "MERGE INTO analytics_raw.order_lines" in out
+    for model in MODELS:
+        assert spark.sql(f"describe detail analytics.{model}").first().format == "delta", model
+    # every refresh that changed an ivm table is one MERGE commit
+    history = out[out.index("==> Delta commits") : out.index("==> Refresh log")]
+    assert history.count(": MERGE") == 2, history
+    # ... and carries dbt_ivm's commit metadata (the refresh it belongs to)
+    assert history.count('userMetadata: {"dbt_ivm": 1') == 4, history
     log = out[out.index("==> Refresh log") :]
-    for model in ("order_facts", "line_facts", "customer_page_views", "revenue_by_region", "sku_sales"):
+    for model in MODELS:
         lines = [line.split() for line in log.splitlines() if line.startswith(model)]
         assert [line[1] for line in lines] == ["full", "no-op", "incremental"], lines
+    # the Delta upstreams were read through their change feeds
+    assert "shop.orders" in log

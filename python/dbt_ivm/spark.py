@@ -21,6 +21,7 @@ SPARK_CONF: dict[str, str] = {
     "spark.ui.enabled": "false",
     "spark.driver.memory": "2g",
     "spark.sql.session.timeZone": "UTC",
+    "spark.ui.showConsoleProgress": "false",
 }
 
 DELTA_JARS = Path(__file__).resolve().parents[2] / ".delta-jars"
@@ -28,6 +29,8 @@ DELTA_SQL_CONF: dict[str, str] = {
     "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
     "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
 }
+# tiny local tables: Delta's log replay in 2 partitions instead of its default 50
+DELTA_LOCAL_CONF: dict[str, str] = {"spark.databricks.delta.snapshotPartitions": "2"}
 
 
 class DeltaUnavailable(RuntimeError):
@@ -53,7 +56,7 @@ def local_spark(home: Path, extra_conf: dict[str, str] | None = None, delta: boo
     builder = SparkSession.builder.appName("dbt_ivm").enableHiveSupport()
     conf = {
         **SPARK_CONF,
-        **(delta_conf() if delta else {}),
+        **({**delta_conf(), **DELTA_LOCAL_CONF} if delta else {}),
         "spark.sql.warehouse.dir": str(home / "spark-warehouse"),
         "spark.hadoop.javax.jdo.option.ConnectionURL": (
             f"jdbc:derby:;databaseName={home / 'metastore_db'};create=true"
