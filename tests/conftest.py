@@ -36,9 +36,7 @@ def delta_missing() -> str | None:
 def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkSession]:
     home = tmp_path_factory.mktemp("spark_home")
     # small test data: one shuffle partition avoids idle tasks on every stage
-    # Delta computes table snapshots with 50 tasks by default, far too many for tiny test tables
-    conf = {"spark.sql.shuffle.partitions": "1", "spark.databricks.delta.snapshotPartitions": "1"}
-    session = local_spark(home, conf, delta=delta_missing() is None)
+    session = local_spark(home, {"spark.sql.shuffle.partitions": "1"}, delta=delta_missing() is None)
     yield session
     session.stop()
 

@@ -170,8 +170,7 @@ def apply_batch(spark: SparkSession, fmt: str) -> None:
 
 
 def print_delta_history(spark: SparkSession, table: str) -> None:
-    """The commits of an ivm Delta table: the build, then one per refresh that changed it,
-    each with the user metadata dbt_ivm sets on its writes."""
+    """The commits of an ivm Delta table: the build, then one per refresh that changed it."""
     print(f"    DESCRIBE HISTORY {table}")
     names = {
         "numTargetRowsInserted": "inserted",
@@ -183,7 +182,6 @@ def print_delta_history(spark: SparkSession, table: str) -> None:
         metrics = commit.operationMetrics or {}
         counts = ", ".join(f"{label} {metrics[key]}" for key, label in names.items() if key in metrics)
         print(f"    version {commit.version}: {commit.operation} ({counts})")
-        print(f"      userMetadata: {commit.userMetadata}")
 
 
 def print_refresh_log(spark: SparkSession) -> None:
