@@ -1,0 +1,269 @@
+"""The Delta change-feed error classes provoked for real on Delta Lake 4.4.
+
+Each case: a Delta upstream with change data feed (declared by its key), two models over
+it built at the same version, one with ivm_on_change_feed_error='fail' (the default) and
+one with 'rebuild'. Then the case's provocation, a direct read of table_changes over the
+range the next refresh would read (it really fails on this Delta version, or, where Delta
+silently returns something wrong, the read is shown to succeed: that is why the check
+before the read exists), and one `dbt run` of both models:
+* fail: the run fails with a message naming the code, what happened and the fix, and
+  nothing changes (table content, table version, refresh log);
+* rebuild: the model is rebuilt in full, the refresh log's reason names the code, and the
+  table equals its definition.
+A raw Spark error reaching the user for any of these cases would fail the test (the fail
+message must be the package's explanation).
+
+One small dbt project for the module; each case has its own upstream and models."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import pytest
+from pyspark.sql import SparkSession
+
+from tests.support import IvmProject
+
+pytestmark = pytest.mark.usefixtures("delta")
+
+CDF = "'delta.enableChangeDataFeed' = 'true'"
+
+
+@dataclass
+class Case:
+    name: str
+    code: str
+    what: str  # a part of the explanation of the code
+    properties: str = ""  # extra table properties of the upstream
+
+
+CASES = [
+    Case(
+        "retention",
+        "DELTA_UNSUPPORTED_TIME_TRAVEL_BEYOND_DELETED_FILE_RETENTION_DURATION",
+        "older than the retention",
+        ", 'delta.deletedFileRetentionDuration' = 'interval 1 seconds'",
+    ),
+    Case("feed_off", "DELTA_MISSING_CHANGE_DATA", "change data was not recorded"),
+    Case("feed_unset", "DELTA_MISSING_CHANGE_DATA", "change data was not recorded"),
+    Case("recreated_shorter", "DELTA_CDC_START_VERSION_AFTER_LATEST", "recreated or restored"),
+    Case("recreated_longer", "DELTA_CDC_START_VERSION_AFTER_LATEST", "recreated or restored"),
+    Case("restored", "DELTA_CDC_START_VERSION_AFTER_LATEST", "recreated or restored"),
+    Case(
+        "column_dropped",
+        "DELTA_CHANGE_DATA_FEED_INCOMPATIBLE_DATA_SCHEMA",
+        "schema of the table changed",
+        ", 'delta.columnMapping.mode' = 'name'",
+    ),
+    Case("replaced_schema", "DELTA_CHANGE_DATA_FEED_INCOMPATIBLE_DATA_SCHEMA", "schema of the table changed"),
+]
+BY_NAME = {c.name: c for c in CASES}
+
+
+@pytest.fixture(scope="module")
+def project(project_factory) -> IvmProject:
+    project = project_factory("delta_feed_errors")
+    tables = "\n".join(
+        f"      - {{name: t_{c.name}, meta: {{ivm: {{change_feed: delta, unique_key: [id]}}}}}}"
+        for c in CASES
+    )
+    project.write(
+        "models/sources.yml",
+        f"version: 2\nsources:\n  - name: shop\n    schema: {project.raw}\n    tables:\n{tables}\n",
+    )
+    for c in CASES:
+        source = f"{{{{ source('shop', 't_{c.name}') }}}}"
+        project.write(
+            f"models/{c.name}_fail.sql", f"{{{{ config(materialized='ivm') }}}}\nselect id, v from {source}\n"
+        )
+        project.write(
+            f"models/{c.name}_rebuild.sql",
+            "{{ config(materialized='ivm', ivm_on_change_feed_error='rebuild') }}\n"
+            f"select v, count(*) as n, max(id) as top from {source} group by v\n",
+        )
+    return project
+
+
+def latest(spark: SparkSession, table: str) -> int:
+    return spark.sql(f"describe history {table} limit 1").collect()[0]["version"]
+
+
+def read_error(spark: SparkSession, table: str, start: int, end: int) -> str | None:
+    """The error of reading table_changes over [start, end] on this Delta, or None."""
+    try:
+        spark.sql(f"select * from table_changes('{table}', {start}, {end})").collect()
+    except Exception as e:  # any failure of the read is what the test looks at
+        return str(e)
+    return None
+
+
+def create(spark: SparkSession, table: str, columns: str = "id bigint, v int", properties: str = "") -> None:
+    spark.sql(f"create table {table} ({columns}) using delta tblproperties ({CDF}{properties})")
+
+
+# The provocations: each changes the upstream after the models were built at version
+# `after` and checks what reading the range (after, latest] does on this Delta.
+
+
+def retention(spark: SparkSession, t: str, after: int) -> None:
+    spark.sql(f"insert into {t} values (10, 1)")
+    time.sleep(3)  # past the 1 second delta.deletedFileRetentionDuration of the upstream
+    # Delta >= 4.1 refuses the read without any VACUUM
+    error = read_error(spark, t, after + 1, latest(spark, t))
+    assert error and BY_NAME["retention"].code in error, error
+
+
+def feed_off(spark: SparkSession, t: str, after: int) -> None:
+    spark.sql(f"alter table {t} set tblproperties ('delta.enableChangeDataFeed' = 'false')")
+    off = latest(spark, t)
+    spark.sql(f"insert into {t} values (10, 1)")
+    spark.sql(f"alter table {t} set tblproperties ({CDF})")
+    on = latest(spark, t)
+    spark.sql(f"insert into {t} values (11, 2)")
+    error = read_error(spark, t, after + 1, latest(spark, t))
+    assert error and "DELTA_MISSING_CHANGE_DATA" in error, error
+    # the version that turns it off is already missing; the one that turns it on is not
+    assert "DELTA_MISSING_CHANGE_DATA" in (read_error(spark, t, off, off) or "")
+    assert read_error(spark, t, on, latest(spark, t)) is None
+
+
+def feed_unset(spark: SparkSession, t: str, after: int) -> None:
+    spark.sql(f"alter table {t} unset tblproperties ('delta.enableChangeDataFeed')")
+    spark.sql(f"insert into {t} values (10, 1)")
+    spark.sql(f"alter table {t} set tblproperties ({CDF})")
+    spark.sql(f"insert into {t} values (11, 2)")
+    error = read_error(spark, t, after + 1, latest(spark, t))
+    assert error and "DELTA_MISSING_CHANGE_DATA" in error, error
+
+
+def recreated_shorter(spark: SparkSession, t: str, after: int) -> None:
+    spark.sql(f"drop table {t}")
+    create(spark, t)
+    spark.sql(f"insert into {t} values (20, 1)")
+    assert latest(spark, t) < after
+    error = read_error(spark, t, after + 1, after + 1)
+    assert error and "DELTA_CDC_START_VERSION_AFTER_LATEST" in error, error
+
+
+def recreated_longer(spark: SparkSession, t: str, after: int) -> None:
+    spark.sql(f"drop table {t}")
+    create(spark, t)
+    for i in range(after + 2):
+        spark.sql(f"insert into {t} values ({20 + i}, {i % 2})")
+    assert latest(spark, t) > after
+    # Delta reads the new table's versions as if they continued the old one: no error,
+    # and the rows the old table had are never deleted. Only the check before the read
+    # (version `after` committed after the last refresh) stops this.
+    assert read_error(spark, t, after + 1, latest(spark, t)) is None
+
+
+def restored(spark: SparkSession, t: str, after: int) -> None:
+    spark.sql(f"insert into {t} values (10, 1)")
+    spark.sql(f"update {t} set v = v + 5 where id = 1")
+    spark.sql(f"restore table {t} to version as of 1")
+    # Delta reads a RESTORE as file-level deletes and inserts, without an error; the
+    # package never reads it as a normal change window
+    assert read_error(spark, t, after + 1, latest(spark, t)) is None
+
+
+def column_dropped(spark: SparkSession, t: str, after: int) -> None:
+    spark.sql(f"insert into {t} values (10, 1, 'x')")
+    spark.sql(f"alter table {t} drop column w")
+    spark.sql(f"insert into {t} values (11, 2)")
+    error = read_error(spark, t, after + 1, latest(spark, t))
+    assert error and "DELTA_CHANGE_DATA_FEED_INCOMPATIBLE_DATA_SCHEMA" in error, error
+
+
+def replaced_schema(spark: SparkSession, t: str, after: int) -> None:
+    spark.sql(f"insert into {t} values (10, 1)")
+    spark.sql(f"create or replace table {t} (id bigint, v string) using delta tblproperties ({CDF})")
+    replaced = latest(spark, t)
+    spark.sql(f"insert into {t} values (12, 'b')")
+    error = read_error(spark, t, after + 1, latest(spark, t))
+    assert error and "DELTA_CHANGE_DATA_FEED_INCOMPATIBLE_DATA_SCHEMA" in error, error
+    # a range that starts at the replacement is read silently: the old rows come back as
+    # deletes in the new schema
+    assert read_error(spark, t, replaced, latest(spark, t)) is None
+
+
+PROVOKE: dict[str, Callable[[SparkSession, str, int], None]] = {
+    "retention": retention,
+    "feed_off": feed_off,
+    "feed_unset": feed_unset,
+    "recreated_shorter": recreated_shorter,
+    "recreated_longer": recreated_longer,
+    "restored": restored,
+    "column_dropped": column_dropped,
+    "replaced_schema": replaced_schema,
+}
+
+
+@pytest.mark.parametrize("name", [c.name for c in CASES])
+def test_change_feed_error_fails_or_rebuilds(project: IvmProject, name: str) -> None:
+    case = BY_NAME[name]
+    spark = project.spark
+    t = f"{project.raw}.t_{name}"
+    fail, rebuild = f"{name}_fail", f"{name}_rebuild"
+    spark.sql(f"drop table if exists {t}")
+    if name == "column_dropped":
+        create(spark, t, "id bigint, v int, w string", case.properties)
+        spark.sql(f"insert into {t} values (1, 1, 'a'), (2, 2, 'b')")
+    else:
+        create(spark, t, properties=case.properties)
+        spark.sql(f"insert into {t} values (1, 1), (2, 2)")
+    spark.sql(f"insert into {t} values (3, 1)")
+    project.run("-s", fail, rebuild)
+    after = latest(spark, t)
+    assert project.last_refresh(fail)["versions_to"] == {f"shop.t_{name}": str(after)}
+
+    target = f"{project.schema}.{fail}"
+    content = sorted(spark.table(target).collect())
+    log_rows = len(project.refresh_log(fail))
+    PROVOKE[name](spark, t, after)
+
+    failures = project.run_failures("-s", fail, rebuild)
+    assert set(failures) == {fail}, failures
+    message = failures[fail]
+    assert case.code in message and case.what in message, message
+    assert "fix: " in message and f"--full-refresh -s {fail}" in message, message
+    assert f"upstream shop.t_{name}" in message, message
+    # nothing changed: table content, its version, the refresh log
+    assert sorted(spark.table(target).collect()) == content
+    assert len(project.refresh_log(fail)) == log_rows
+
+    last = project.last_refresh(rebuild)
+    assert last["path"] == "full", last
+    assert case.code in last["reason"] and "ivm_on_change_feed_error=rebuild" in last["reason"], last
+    project.assert_consistent([rebuild], f"after the rebuild for {case.code}")
+
+
+def test_replaced_with_the_same_schema_is_read_incrementally(project: IvmProject) -> None:
+    """An upstream replaced with the same schema (e.g. an upstream ivm model rebuilt in full
+    by CREATE OR REPLACE TABLE AS SELECT) is read correctly by Delta as deletes and inserts:
+    no error, and no rebuild."""
+    spark = project.spark
+    t = f"{project.raw}.t_same_schema"
+    spark.sql(f"drop table if exists {t}")
+    create(spark, t)
+    spark.sql(f"insert into {t} values (1, 1), (2, 2), (3, 1)")
+    project.write(
+        "models/same_schema_sources.yml",
+        f"version: 2\nsources:\n  - name: other\n    schema: {project.raw}\n    tables:\n"
+        "      - {name: t_same_schema, meta: {ivm: {change_feed: delta, unique_key: [id]}}}\n",
+    )
+    project.write(
+        "models/same_schema.sql",
+        "{{ config(materialized='ivm', ivm_on_change_feed_error='rebuild') }}\n"
+        "select v, count(*) as n, max(id) as top from {{ source('other', 't_same_schema') }} group by v\n",
+    )
+    project.run("-s", "same_schema")
+    spark.sql(
+        f"create or replace table {t} using delta tblproperties ({CDF}) "
+        "as select * from values (1L, 1), (4L, 2), (5L, 3) as s(id, v)"
+    )
+    project.run("-s", "same_schema")
+    last = project.last_refresh("same_schema")
+    assert last["path"] == "incremental", last
+    project.assert_consistent(["same_schema"], "after the upstream was replaced with the same schema")
