@@ -70,7 +70,8 @@
       under the same class, so they are never read as a normal change window;
     * a version whose commit leaves delta.enableChangeDataFeed off (SET to false, UNSET,
       created without it): DELTA_MISSING_CHANGE_DATA; the version that turns it on is fine;
-    * the start version committed longer than delta.deletedFileRetentionDuration ago:
+    * the start version committed longer than delta.deletedFileRetentionDuration ago and
+      not the latest version (the latest stays readable however old):
       DELTA_UNSUPPORTED_TIME_TRAVEL_BEYOND_DELETED_FILE_RETENTION_DURATION, even without
       VACUUM (flagged a little early, so a read racing the boundary cannot fail raw);
     * a column dropped, renamed or changed (column mapping), or the table replaced with
@@ -146,7 +147,7 @@
   {%- endif -%}
   {#- retention: the start version must be younger than delta.deletedFileRetentionDuration -#}
   {%- set retention = dbt_ivm.ivm_interval_seconds(props.get('delta.deletedfileretentionduration', 'interval 1 week')) -%}
-  {%- if retention is not none and start in commits -%}
+  {%- if retention is not none and start in commits and start < versions | max -%}
     {%- set age = dbt_ivm.ivm_seconds_between(commits[start].ts, none) -%}
     {%- if age + [60, retention / 10] | min > retention -%}
       {{ return('DELTA_UNSUPPORTED_TIME_TRAVEL_BEYOND_DELETED_FILE_RETENTION_DURATION: version ' ~ start ~ ' of ' ~ up.relation ~ ' was committed '
