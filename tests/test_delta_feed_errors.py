@@ -13,7 +13,8 @@ before the read exists), and one `dbt run` of both models:
 A raw Spark error reaching the user for any of these cases would fail the test (the fail
 message must be the package's explanation).
 
-One small dbt project for the module; each case has its own upstream and models."""
+One small dbt project for the module; each case has its own upstream and models, and all
+cases share two dbt runs (build everything, provoke every case, run everything again)."""
 
 from __future__ import annotations
 
@@ -66,12 +67,17 @@ BY_NAME = {c.name: c for c in CASES}
 def project(project_factory) -> IvmProject:
     project = project_factory("delta_feed_errors")
     tables = "\n".join(
-        f"      - {{name: t_{c.name}, meta: {{ivm: {{change_feed: delta, unique_key: [id]}}}}}}"
-        for c in CASES
+        f"      - {{name: t_{name}, meta: {{ivm: {{change_feed: delta, unique_key: [id]}}}}}}"
+        for name in [*(c.name for c in CASES), "same_schema"]
     )
     project.write(
         "models/sources.yml",
         f"version: 2\nsources:\n  - name: shop\n    schema: {project.raw}\n    tables:\n{tables}\n",
+    )
+    project.write(
+        "models/same_schema.sql",
+        "{{ config(materialized='ivm', ivm_on_change_feed_error='rebuild') }}\n"
+        "select v, count(*) as n, max(id) as top from {{ source('shop', 't_same_schema') }} group by v\n",
     )
     for c in CASES:
         source = f"{{{{ source('shop', 't_{c.name}') }}}}"
@@ -203,38 +209,86 @@ PROVOKE: dict[str, Callable[[SparkSession, str, int], None]] = {
 }
 
 
-@pytest.mark.parametrize("name", [c.name for c in CASES])
-def test_change_feed_error_fails_or_rebuilds(project: IvmProject, name: str) -> None:
-    case = BY_NAME[name]
+@dataclass
+class Outcome:
+    after: int  # the upstream version both models were built at
+    provoked: str | None  # an assertion about the direct read that failed, or None
+    failures: dict[str, str]  # model -> error message of the run after the provocation
+    content: tuple[list, list]  # the fail model's rows before and after
+    log_rows: tuple[int, int]  # the fail model's refresh log rows before and after
+
+
+@pytest.fixture(scope="module")
+def outcomes(project: IvmProject) -> dict[str, Outcome]:
+    """All cases at once, so the module needs two dbt runs: build every model, provoke
+    every case, run every model again."""
     spark = project.spark
-    t = f"{project.raw}.t_{name}"
+    for c in CASES:
+        t = f"{project.raw}.t_{c.name}"
+        spark.sql(f"drop table if exists {t}")
+        if c.name == "column_dropped":
+            create(spark, t, "id bigint, v int, w string", c.properties)
+            spark.sql(f"insert into {t} values (1, 1, 'a'), (2, 2, 'b')")
+            spark.sql(f"insert into {t} values (3, 1, 'c')")
+        else:
+            create(spark, t, properties=c.properties)
+            spark.sql(f"insert into {t} values (1, 1), (2, 2)")
+            spark.sql(f"insert into {t} values (3, 1)")
+    same = f"{project.raw}.t_same_schema"
+    spark.sql(f"drop table if exists {same}")
+    create(spark, same)
+    spark.sql(f"insert into {same} values (1, 1), (2, 2), (3, 1)")
+    project.run()
+
+    before = {}
+    for c in CASES:
+        fail = f"{c.name}_fail"
+        rows = sorted(spark.table(f"{project.schema}.{fail}").collect())
+        before[c.name] = (latest(spark, f"{project.raw}.t_{c.name}"), rows, len(project.refresh_log(fail)))
+    provoked: dict[str, str | None] = {}
+    for c in CASES:  # the retention case first: its wait then covers less of the others
+        try:
+            PROVOKE[c.name](spark, f"{project.raw}.t_{c.name}", before[c.name][0])
+            provoked[c.name] = None
+        except AssertionError as e:
+            provoked[c.name] = f"{c.name}: {e}"
+    # replaced with the same schema, as an upstream ivm model's full build does
+    spark.sql(
+        f"create or replace table {same} using delta tblproperties ({CDF}) "
+        "as select * from values (1L, 1), (4L, 2), (5L, 3) as s(id, v)"
+    )
+    failures = project.run_failures()
+    result = {
+        c.name: Outcome(
+            after=before[c.name][0],
+            provoked=provoked[c.name],
+            failures={m: e for m, e in failures.items() if m.startswith(c.name + "_")},
+            content=(before[c.name][1], sorted(spark.table(f"{project.schema}.{c.name}_fail").collect())),
+            log_rows=(before[c.name][2], len(project.refresh_log(f"{c.name}_fail"))),
+        )
+        for c in CASES
+    }
+    same_failures = {m: e for m, e in failures.items() if m == "same_schema"}
+    result["same_schema"] = Outcome(0, None, same_failures, ([], []), (0, 0))
+    return result
+
+
+@pytest.mark.parametrize("name", [c.name for c in CASES])
+def test_change_feed_error_fails_or_rebuilds(
+    project: IvmProject, outcomes: dict[str, Outcome], name: str
+) -> None:
+    case, outcome = BY_NAME[name], outcomes[name]
     fail, rebuild = f"{name}_fail", f"{name}_rebuild"
-    spark.sql(f"drop table if exists {t}")
-    if name == "column_dropped":
-        create(spark, t, "id bigint, v int, w string", case.properties)
-        spark.sql(f"insert into {t} values (1, 1, 'a'), (2, 2, 'b')")
-    else:
-        create(spark, t, properties=case.properties)
-        spark.sql(f"insert into {t} values (1, 1), (2, 2)")
-    spark.sql(f"insert into {t} values (3, 1)")
-    project.run("-s", fail, rebuild)
-    after = latest(spark, t)
-    assert project.last_refresh(fail)["versions_to"] == {f"shop.t_{name}": str(after)}
-
-    target = f"{project.schema}.{fail}"
-    content = sorted(spark.table(target).collect())
-    log_rows = len(project.refresh_log(fail))
-    PROVOKE[name](spark, t, after)
-
-    failures = project.run_failures("-s", fail, rebuild)
-    assert set(failures) == {fail}, failures
-    message = failures[fail]
+    assert outcome.provoked is None, outcome.provoked
+    assert set(outcome.failures) == {fail}, outcome.failures
+    message = outcome.failures[fail]
     assert case.code in message and case.what in message, message
     assert "fix: " in message and f"--full-refresh -s {fail}" in message, message
     assert f"upstream shop.t_{name}" in message, message
-    # nothing changed: table content, its version, the refresh log
-    assert sorted(spark.table(target).collect()) == content
-    assert len(project.refresh_log(fail)) == log_rows
+    # nothing changed: the table's rows, the refresh log (the state the next run starts from)
+    assert outcome.content[1] == outcome.content[0]
+    assert outcome.log_rows[1] == outcome.log_rows[0]
+    assert project.last_refresh(fail)["versions_to"] == {f"shop.t_{name}": str(outcome.after)}
 
     last = project.last_refresh(rebuild)
     assert last["path"] == "full", last
@@ -242,31 +296,13 @@ def test_change_feed_error_fails_or_rebuilds(project: IvmProject, name: str) -> 
     project.assert_consistent([rebuild], f"after the rebuild for {case.code}")
 
 
-def test_replaced_with_the_same_schema_is_read_incrementally(project: IvmProject) -> None:
+def test_replaced_with_the_same_schema_is_read_incrementally(
+    project: IvmProject, outcomes: dict[str, Outcome]
+) -> None:
     """An upstream replaced with the same schema (e.g. an upstream ivm model rebuilt in full
     by CREATE OR REPLACE TABLE AS SELECT) is read correctly by Delta as deletes and inserts:
     no error, and no rebuild."""
-    spark = project.spark
-    t = f"{project.raw}.t_same_schema"
-    spark.sql(f"drop table if exists {t}")
-    create(spark, t)
-    spark.sql(f"insert into {t} values (1, 1), (2, 2), (3, 1)")
-    project.write(
-        "models/same_schema_sources.yml",
-        f"version: 2\nsources:\n  - name: other\n    schema: {project.raw}\n    tables:\n"
-        "      - {name: t_same_schema, meta: {ivm: {change_feed: delta, unique_key: [id]}}}\n",
-    )
-    project.write(
-        "models/same_schema.sql",
-        "{{ config(materialized='ivm', ivm_on_change_feed_error='rebuild') }}\n"
-        "select v, count(*) as n, max(id) as top from {{ source('other', 't_same_schema') }} group by v\n",
-    )
-    project.run("-s", "same_schema")
-    spark.sql(
-        f"create or replace table {t} using delta tblproperties ({CDF}) "
-        "as select * from values (1L, 1), (4L, 2), (5L, 3) as s(id, v)"
-    )
-    project.run("-s", "same_schema")
+    assert outcomes["same_schema"].failures == {}
     last = project.last_refresh("same_schema")
     assert last["path"] == "incremental", last
     project.assert_consistent(["same_schema"], "after the upstream was replaced with the same schema")

@@ -159,7 +159,16 @@
     {{ return('DELTA_CHANGE_DATA_FEED_INCOMPATIBLE_DATA_SCHEMA: ' ~ schema.always) }}
   {%- endif -%}
   {%- if schema.replaced is not none -%}
-    {%- set was = run_query('describe query select * from ' ~ up.relation ~ ' version as of ' ~ after).rows -%}
+    {#- the schema before the replacement: at the start version (what Delta compares), or,
+        for a replacement at the start version itself (which Delta reads silently in the new
+        schema), at version `after` while it is still readable -#}
+    {%- set before = start if schema.replaced > start else after -%}
+    {%- if before == after and (after not in commits or (retention is not none
+          and dbt_ivm.ivm_seconds_between(commits[after].ts, none) + [60, retention / 10] | min > retention)) -%}
+      {{ return('DELTA_CHANGE_DATA_FEED_INCOMPATIBLE_DATA_SCHEMA: version ' ~ schema.replaced ~ ' of ' ~ up.relation
+                ~ ' replaced the table, and its schema before can no longer be read') }}
+    {%- endif -%}
+    {%- set was = run_query('describe query select * from ' ~ up.relation ~ ' version as of ' ~ before).rows -%}
     {%- set now = run_query('describe query select * from ' ~ up.relation).rows -%}
     {%- set a = [] -%}{%- set b = [] -%}
     {%- for r in was -%}{%- do a.append((r[0] | lower) ~ ' ' ~ (r[1] | lower)) -%}{%- endfor -%}
