@@ -173,45 +173,5 @@ def test_delta_change_feed_upstreams(project_factory) -> None:
     project.assert_consistent(models, "after a refresh that follows an interrupted one")
 
 
-def test_change_feed_error_fails_or_rebuilds(project_factory) -> None:
-    project = delta_project(project_factory("delta_cdf_errors"))
-    spark = project.spark
-    spark.sql(
-        f"create table {project.raw}.items (id bigint, v int) using delta "
-        "tblproperties ('delta.enableChangeDataFeed' = 'true')"
-    )
-    spark.sql(f"insert into {project.raw}.items values (1, 1), (2, 2)")
-    project.write(
-        "models/sources.yml",
-        f"""\
-        version: 2
-        sources:
-          - name: shop
-            schema: {project.raw}
-            tables:
-              - {{name: items, meta: {{ivm: {{change_feed: delta, unique_key: [id]}}}}}}
-        """,
-    )
-    project.write(
-        "models/items_copy.sql",
-        "{{ config(materialized='ivm') }}\nselect id, v from {{ source('shop', 'items') }}\n",
-    )
-    project.run()
-    # change data is not recorded for a part of the range
-    spark.sql(f"alter table {project.raw}.items set tblproperties ('delta.enableChangeDataFeed' = 'false')")
-    spark.sql(f"insert into {project.raw}.items values (3, 3)")
-    spark.sql(f"alter table {project.raw}.items set tblproperties ('delta.enableChangeDataFeed' = 'true')")
-    error = project.run_error()
-    assert "DELTA_MISSING_CHANGE_DATA" in error and "fix:" in error
-    project.write(
-        "models/items_copy.sql",
-        "{{ config(materialized='ivm', ivm_on_change_feed_error='rebuild') }}\n"
-        "select id, v from {{ source('shop', 'items') }}\n",
-    )
-    project.run("--full-refresh")
-    spark.sql(f"alter table {project.raw}.items set tblproperties ('delta.enableChangeDataFeed' = 'false')")
-    spark.sql(f"alter table {project.raw}.items set tblproperties ('delta.enableChangeDataFeed' = 'true')")
-    project.run()
-    last = project.last_refresh("items_copy")
-    assert last["path"] == "full" and "DELTA_MISSING_CHANGE_DATA" in last["reason"]
-    project.assert_consistent(["items_copy"], "after the rebuild")
+# The change-feed error classes (and both ivm_on_change_feed_error values) are provoked for
+# real in tests/test_delta_feed_errors.py.

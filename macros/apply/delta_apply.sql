@@ -256,7 +256,8 @@ as {{ build_sql }}
            ~ ': continuing from the versions it reached', info=true) }}
     {#- a plain change log may have advanced while that refresh read its table -#}
     {%- set repair = none if exact_reads else 'the last refresh was interrupted after its commit, an upstream change log may have advanced during it' -%}
-    {{ return({'last_success': {'versions': interrupted.versions, 'definition_hash': interrupted.definition_hash}, 'repair': repair}) }}
+    {{ return({'last_success': {'versions': interrupted.versions, 'definition_hash': interrupted.definition_hash,
+                                'logged_at': interrupted.logged_at}, 'repair': repair}) }}
   {%- endif -%}
   {%- if state.last_success is none -%}{{ return(state) }}{%- endif -%}
   {{ log('dbt_ivm: the interrupted refresh ' ~ state.interrupted.refresh_id ~ ' did not commit to ' ~ existing ~ ': refreshing from the last successful one', info=true) }}

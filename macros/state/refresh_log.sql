@@ -46,9 +46,10 @@
 {% endmacro %}
 
 {#- {'last_success': row dict or none, 'repair': why the next run must re-apply by key, or none,
-    'interrupted' (only after an interrupted refresh): its refresh_id, versions, definition_hash
-    and table_version, 'interrupted_all': every refresh interrupted since the last success,
-    oldest first}. -#}
+    'interrupted' (only after an interrupted refresh): its refresh_id, versions, definition_hash,
+    table_version and logged_at, 'interrupted_all': every refresh interrupted since the last
+    success, oldest first; last_success: versions, definition_hash, logs_advanced and
+    logged_at (Spark's time of the log row)}. -#}
 {% macro ivm_read_state(model_id) %}
   {{ return(adapter.dispatch('ivm_read_state', 'dbt_ivm')(model_id)) }}
 {% endmacro %}
@@ -56,17 +57,19 @@
 {% macro default__ivm_read_state(model_id) %}
   {%- set log = dbt_ivm.ivm_refresh_log_relation() -%}
   {%- set m = dbt_ivm.ivm_string_literal(model_id) -%}
-  {%- set rows = run_query('select status, to_json(versions_to), definition_hash, logs_advanced, refresh_id, table_version from ' ~ log ~ ' where model = ' ~ m ~ '
+  {%- set rows = run_query('select status, to_json(versions_to), definition_hash, logs_advanced, refresh_id, table_version, logged_at from ' ~ log ~ ' where model = ' ~ m ~ '
       and logged_at >= coalesce((select max(logged_at) from ' ~ log ~ ' where model = ' ~ m ~ " and status = 'success'), timestamp'1970-01-01')
       order by logged_at").rows -%}
   {%- set state = {'last_success': none, 'repair': none} -%}
   {%- for r in rows -%}
     {%- if r[0] == 'success' -%}
-      {%- do state.update({'last_success': {'versions': fromjson(r[1]) if r[1] else {}, 'definition_hash': r[2], 'logs_advanced': r[3]},
+      {%- do state.update({'last_success': {'versions': fromjson(r[1]) if r[1] else {}, 'definition_hash': r[2], 'logs_advanced': r[3],
+                                            'logged_at': r[6]},
                            'repair': 'an upstream change log advanced during the last refresh' if r[3] else none}) -%}
     {%- elif r[0] == 'started' -%}
       {#- several refreshes may have been interrupted since the last success -#}
-      {%- set interrupted = {'refresh_id': r[4], 'versions': fromjson(r[1]) if r[1] else {}, 'definition_hash': r[2], 'table_version': r[5]} -%}
+      {%- set interrupted = {'refresh_id': r[4], 'versions': fromjson(r[1]) if r[1] else {}, 'definition_hash': r[2],
+                             'table_version': r[5], 'logged_at': r[6]} -%}
       {%- do state.update({'repair': 'the last refresh was interrupted', 'interrupted': interrupted,
                            'interrupted_all': state.get('interrupted_all', []) + [interrupted]}) -%}
     {%- endif -%}
