@@ -33,15 +33,18 @@ GROUP = st.sampled_from([None, "a", "b", "c"])
 VALUE = st.one_of(st.none(), st.integers(-3, 9))
 TABLES = {
     "s1": TableSpec(
-        "id bigint, k int, v int", {"k": KEY, "v": VALUE}, {"k": [None, 0, 1, 2], "v": [None, 1, 4, 7]}
+        "id bigint, k int, v int", {"k": KEY, "v": VALUE}, {"k": [0, 1, 2], "v": [None, 1, 4, 7]}, rows=8
     ),
     "s2": TableSpec(
-        "id bigint, k int, g string", {"k": KEY, "g": GROUP}, {"k": [None, 0, 1, 2], "g": [None, "a", "b"]}
+        "id bigint, k int, g string",
+        {"k": KEY, "g": GROUP},
+        {"k": [None, 0, 1, 2], "g": [None, "a", "b"]},
+        rows=8,
     ),
     "s3": TableSpec(
         "id bigint, g string, w int",
         {"g": GROUP, "w": VALUE},
-        {"g": [None, "a", "b", "c"], "w": [1, 2]},
+        {"g": ["a", "b", "c"], "w": [1, 2]},
         rows=4,
     ),
 }
@@ -80,7 +83,7 @@ MODELS = {
 }
 CHAIN = list(MODELS)
 RUN_SETTINGS = settings(
-    max_examples=8,
+    max_examples=6,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
     phases=[Phase.explicit, Phase.generate],
 )
@@ -168,12 +171,13 @@ def test_full_refresh_of_middle_model_rebuilds_downstream(fmt: str, request: pyt
     last = project.last_refresh("l3")
     assert last["path"] == "full", last
     assert "upstream l2 (an ivm model) was rebuilt in full" in last["reason"]
-    assert project.last_refresh("l4")["path"] != "full"
+    # and l4 after l3, in turn
+    assert "upstream l3 (an ivm model) was rebuilt in full" in project.last_refresh("l4")["reason"]
     # and back to incremental
     change_bottom(project, history, 90002)
     project.run()
     project.assert_consistent(CHAIN, "after the run that followed")
-    assert project.last_refresh("l3")["path"] == "incremental"
+    assert project.last_refresh("l3")["path"] in ("incremental", "no-op")
 
 
 def test_interrupted_upstream_refresh_rebuilds_parquet_downstream(
@@ -195,7 +199,7 @@ def test_interrupted_upstream_refresh_rebuilds_parquet_downstream(
     change_bottom(project, history, 90013)
     project.run()
     project.assert_consistent(CHAIN, "after the run that followed")
-    assert project.last_refresh("l2")["path"] == "incremental"
+    assert project.last_refresh("l2")["path"] in ("incremental", "no-op")
 
 
 def test_ivm_upstream_without_row_key_fails(project_factory) -> None:

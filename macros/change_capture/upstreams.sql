@@ -174,7 +174,8 @@
 
 {#- The change log an ivm table stored as parquet writes for its ivm dependents. -#}
 {% macro ivm_change_log_relation(relation) %}
-  {{ return(api.Relation.create(database=relation.database, schema=relation.schema, identifier='__ivm_changes__' ~ relation.identifier, type='table')) }}
+  {{ return(api.Relation.create(database=relation.database, schema=relation.schema,
+                                identifier='__ivm_changes__' ~ relation.identifier, type='table')) }}
 {% endmacro %}
 
 {#- True when the ivm model must write its own change log: it is stored as parquet, declares

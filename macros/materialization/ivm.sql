@@ -10,7 +10,8 @@
   {%- set analysis = dbt_ivm.ivm_analyze(sql, upstreams) -%}
   {%- set entry = {'refresh_id': invocation_id ~ ':' ~ model.unique_id, 'started_at': started_at} -%}
   {#- a parquet table that ivm models read writes its own change log -#}
-  {%- do settings.update({'change_log': dbt_ivm.ivm_change_log_relation(target_relation) if dbt_ivm.ivm_writes_change_log(model, settings) else none}) -%}
+  {%- set writes_log = dbt_ivm.ivm_writes_change_log(model, settings) -%}
+  {%- do settings.update({'change_log': dbt_ivm.ivm_change_log_relation(target_relation) if writes_log else none}) -%}
 
   {%- if analysis.issues -%}
     {%- if settings.on_unsupported != 'full_rebuild' -%}

@@ -103,7 +103,9 @@
 {#- TBLPROPERTIES clause of a CREATE TABLE (empty without properties). -#}
 {% macro ivm_tblproperties(properties) %}
   {%- set items = [] -%}
-  {%- for k, v in properties | dictsort -%}{%- do items.append(dbt_ivm.ivm_string_literal(k) ~ ' = ' ~ dbt_ivm.ivm_string_literal(v)) -%}{%- endfor -%}
+  {%- for k, v in properties | dictsort -%}
+    {%- do items.append(dbt_ivm.ivm_string_literal(k) ~ ' = ' ~ dbt_ivm.ivm_string_literal(v)) -%}
+  {%- endfor -%}
   {{ return('tblproperties (' ~ items | join(', ') ~ ')' if items else '') }}
 {% endmacro %}
 
@@ -151,7 +153,8 @@
   {%- set tail = ', cast(' ~ stamp ~ ' as bigint), current_timestamp()' -%}
   {%- set parts = [] -%}
   {%- if stage.rewrite -%}
-    {%- do parts.append('select ' ~ kept | join(', ') ~ ", 'delete'" ~ tail ~ ' from ' ~ target ~ ' __ivm_v ' ~ stage.predicates.joins | join(' ') ~ ' where ' ~ stage.predicates.flag) -%}
+    {%- do parts.append('select ' ~ kept | join(', ') ~ ", 'delete'" ~ tail ~ ' from ' ~ target ~ ' __ivm_v '
+                        ~ stage.predicates.joins | join(' ') ~ ' where ' ~ stage.predicates.flag) -%}
   {%- endif -%}
   {%- do parts.append('select ' ~ cols | join(', ') ~ ", 'insert'" ~ tail ~ ' from ' ~ stage.insert_view) -%}
   {%- do run_query('insert into ' ~ log ~ ' (' ~ (cols + ['_change_type', '_commit_version', '_commit_timestamp']) | join(', ') ~ ') '

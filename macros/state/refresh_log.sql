@@ -55,14 +55,18 @@
 {% macro default__ivm_read_state(model_id) %}
   {%- set log = dbt_ivm.ivm_refresh_log_relation() -%}
   {%- set m = dbt_ivm.ivm_string_literal(model_id) -%}
-  {%- set rows = run_query('select status, to_json(versions_to), definition_hash, logs_advanced, refresh_id, table_version from ' ~ log ~ ' where model = ' ~ m ~ '
+  {%- set rows = run_query('select status, to_json(versions_to), definition_hash, logs_advanced, refresh_id, table_version
+      from ' ~ log ~ ' where model = ' ~ m ~ '
       and logged_at >= coalesce((select max(logged_at) from ' ~ log ~ ' where model = ' ~ m ~ " and status = 'success'), timestamp'1970-01-01')
       order by logged_at").rows -%}
   {%- set state = {'last_success': none, 'repair': none, 'table_version': none} -%}
   {%- for r in rows -%}
-    {%- if r[5] is not none and (state.table_version is none or r[5] > state.table_version) -%}{%- do state.update({'table_version': r[5]}) -%}{%- endif -%}
+    {%- if r[5] is not none and (state.table_version is none or r[5] > state.table_version) -%}
+      {%- do state.update({'table_version': r[5]}) -%}
+    {%- endif -%}
     {%- if r[0] == 'success' -%}
-      {%- do state.update({'last_success': {'versions': fromjson(r[1]) if r[1] else {}, 'definition_hash': r[2], 'logs_advanced': r[3], 'table_version': r[5]},
+      {%- do state.update({'last_success': {'versions': fromjson(r[1]) if r[1] else {}, 'definition_hash': r[2], 'logs_advanced': r[3],
+                                            'table_version': r[5]},
                            'repair': 'an upstream change log advanced during the last refresh' if r[3] else none}) -%}
     {%- elif r[0] == 'started' -%}
       {%- do state.update({'repair': 'the last refresh was interrupted',
