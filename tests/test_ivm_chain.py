@@ -83,7 +83,7 @@ MODELS = {
 }
 CHAIN = list(MODELS)
 RUN_SETTINGS = settings(
-    max_examples=6,
+    max_examples=4,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
     phases=[Phase.explicit, Phase.generate],
 )
@@ -107,6 +107,26 @@ def parquet_chain(project_factory) -> tuple[IvmProject, RandomHistory]:
 def delta_chain(project_factory, delta) -> tuple[IvmProject, RandomHistory]:
     project = delta_project(project_factory("chain_delta"))
     return project, differential_history(project, MODELS, TABLES, seed=20261123)
+
+
+@RUN_SETTINGS
+@given(data=st.data())
+def test_delta_chain_matches_definition(
+    delta_chain: tuple[IvmProject, RandomHistory], data: st.DataObject
+) -> None:
+    project, upstreams = delta_chain
+    refresh_after_random_batch(project, upstreams, CHAIN, data)
+    assert all(project.last_refresh(m)["path"] in ("incremental", "no-op") for m in CHAIN)
+
+
+def test_delta_ivm_table_properties(delta_chain: tuple[IvmProject, RandomHistory]) -> None:
+    project, _ = delta_chain
+    props = {
+        r["key"]: r["value"] for r in project.spark.sql(f"show tblproperties {project.schema}.l2").collect()
+    }
+    assert props["dbt_ivm.row_key"] == "__ivm_g_0"
+    assert props["delta.enableDeletionVectors"] == "true"
+    assert props["delta.enableChangeDataFeed"] == "true"
 
 
 def test_row_keys_recorded(parquet_chain: tuple[IvmProject, RandomHistory]) -> None:
@@ -134,33 +154,13 @@ def test_parquet_chain_matches_definition(
     assert all(project.last_refresh(m)["path"] in ("incremental", "no-op") for m in CHAIN)
 
 
-@RUN_SETTINGS
-@given(data=st.data())
-def test_delta_chain_matches_definition(
-    delta_chain: tuple[IvmProject, RandomHistory], data: st.DataObject
-) -> None:
-    project, upstreams = delta_chain
-    refresh_after_random_batch(project, upstreams, CHAIN, data)
-    assert all(project.last_refresh(m)["path"] in ("incremental", "no-op") for m in CHAIN)
-
-
-def test_delta_ivm_table_properties(delta_chain: tuple[IvmProject, RandomHistory]) -> None:
-    project, _ = delta_chain
-    props = {
-        r["key"]: r["value"] for r in project.spark.sql(f"show tblproperties {project.schema}.l2").collect()
-    }
-    assert props["dbt_ivm.row_key"] == "__ivm_g_0"
-    assert props["delta.enableDeletionVectors"] == "true"
-    assert props["delta.enableChangeDataFeed"] == "true"
-
-
 def change_bottom(project: IvmProject, history: RandomHistory, new_id: int) -> None:
     """Insert a row into s1 that joins (k = 1), so every level changes."""
     history.tables["s1"].apply([Op("insert", {"id": new_id, "k": 1, "v": 5})])
     history.rows["s1"][new_id] = {"id": new_id, "k": 1, "v": 5}
 
 
-@pytest.mark.parametrize("fmt", ["parquet", "delta"])
+@pytest.mark.parametrize("fmt", ["delta", "parquet"])
 def test_full_refresh_of_middle_model_rebuilds_downstream(fmt: str, request: pytest.FixtureRequest) -> None:
     project, history = request.getfixturevalue(f"{fmt}_chain")
     project.run("--full-refresh", "-s", "l2")
