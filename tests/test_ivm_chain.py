@@ -18,6 +18,8 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 from dbt_ivm.changelog import Op
+from dbt_ivm.explain.manifest import read_models
+from tests.manifests import ManifestBuilder
 from tests.support import (
     IvmProject,
     RandomHistory,
@@ -219,3 +221,18 @@ def test_ivm_upstream_without_row_key_fails(project_factory) -> None:
         message
     )
     assert "total" not in failures
+
+
+def test_explain_reads_an_undeclared_ivm_upstream() -> None:
+    """`dbt-ivm explain` (from the manifest, no cluster) treats a ref() of another ivm model
+    without meta.ivm as an ivm upstream, not as undeclared (IVM031)."""
+    m = ManifestBuilder()
+    orders = m.source("orders", {"unique_key": ["order_id"], "change_log": "orders_changes"})
+    base = m.model("base", "select o.order_id, o.region from raw.orders o", [orders])
+    view = m.model("plain", "select 1 as id", [], materialized="view")
+    m.model("top", "select b.region, count(*) as n from analytics.base b group by b.region", [base])
+    m.model("over_view", "select p.id from analytics.plain p", [view])
+    models = {model.name: model for model in read_models({"nodes": m.nodes, "sources": m.sources})}
+    (up,) = models["top"].upstreams
+    assert (up.kind, up.feed, up.problems) == ("change_log", "ivm", ())
+    assert [code for code, _ in models["over_view"].upstreams[0].problems] == ["IVM031"]
