@@ -158,18 +158,22 @@ when not matched and not __ivm_s.__ivm_del then insert {{ dbt_ivm.ivm_delta_inse
 
 {#- Full build as a Delta table, in one commit (CREATE OR REPLACE keeps the table's history,
     so readers switch from the old to the new content atomically). The change data feed is
-    enabled, so downstream ivm models can declare this table with change_feed: delta. -#}
-{% macro ivm_delta_build_sql(target, build_sql, partition_by) %}
-  {{ return(adapter.dispatch('ivm_delta_build_sql', 'dbt_ivm')(target, build_sql, partition_by)) }}
+    enabled, so downstream ivm models read this table's changes through it; deletion
+    vectors are enabled, so a MERGE that deletes or updates a few rows does not rewrite
+    whole files; `properties` adds table properties (dbt_ivm.row_key). -#}
+{% macro ivm_delta_build_sql(target, build_sql, partition_by, properties={}) %}
+  {{ return(adapter.dispatch('ivm_delta_build_sql', 'dbt_ivm')(target, build_sql, partition_by, properties)) }}
 {% endmacro %}
 
-{% macro default__ivm_delta_build_sql(target, build_sql, partition_by) %}
+{% macro default__ivm_delta_build_sql(target, build_sql, partition_by, properties={}) %}
+  {%- set props = {'delta.enableChangeDataFeed': 'true', 'delta.enableDeletionVectors': 'true'} -%}
+  {%- do props.update(properties) -%}
   {%- set sql -%}
 create or replace table {{ target }} using delta
 {%- if partition_by %}
 partitioned by ({{ dbt_ivm.ivm_quote_all(partition_by) | join(', ') }})
 {%- endif %}
-tblproperties ('delta.enableChangeDataFeed' = 'true')
+{{ dbt_ivm.ivm_tblproperties(props) }}
 as {{ build_sql }}
   {%- endset -%}
   {{ return(sql) }}
@@ -218,12 +222,12 @@ as {{ build_sql }}
 
 {#- Full build of a Delta table: one CREATE OR REPLACE TABLE (a table that is not Delta,
     e.g. a former parquet generation table, is dropped first). -#}
-{% macro ivm_delta_build(target, existing, build_sql, partition_by) %}
+{% macro ivm_delta_build(target, existing, build_sql, partition_by, properties={}) %}
   {%- if existing is not none -%}
     {%- set provider = dbt_ivm.ivm_describe_value('describe table extended ' ~ existing, 'Provider') if existing.type == 'table' else 'view' -%}
     {%- if provider | lower != 'delta' -%}{%- do adapter.drop_relation(existing) -%}{%- endif -%}
   {%- endif -%}
-  {%- call statement('main') -%}{{ dbt_ivm.ivm_delta_build_sql(target, build_sql, partition_by) }}{%- endcall -%}
+  {%- call statement('main') -%}{{ dbt_ivm.ivm_delta_build_sql(target, build_sql, partition_by, properties) }}{%- endcall -%}
 {% endmacro %}
 
 {#- Exactly-once after interrupted refreshes of a Delta table. Each one's single write

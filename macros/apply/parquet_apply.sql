@@ -51,18 +51,18 @@ select {{ cols | join(', ') }} from {{ insert_view }}
 
 {#- Build an unpartitioned table into its next generation directory, then (re)create the
     table there: the old table serves reads until the moment it is replaced. -#}
-{% macro ivm_build_generation(target, existing, build_sql) %}
-  {{ return(adapter.dispatch('ivm_build_generation', 'dbt_ivm')(target, existing, build_sql)) }}
+{% macro ivm_build_generation(target, existing, build_sql, properties={}) %}
+  {{ return(adapter.dispatch('ivm_build_generation', 'dbt_ivm')(target, existing, build_sql, properties)) }}
 {% endmacro %}
 
-{% macro default__ivm_build_generation(target, existing, build_sql) %}
+{% macro default__ivm_build_generation(target, existing, build_sql, properties={}) %}
   {%- set next_location = dbt_ivm.ivm_next_generation(target, existing) -%}
   {%- call statement('main') -%}
     insert overwrite directory '{{ next_location }}' using parquet
     {{ build_sql }}
   {%- endcall -%}
   {%- if existing is not none -%}{%- do adapter.drop_relation(existing) -%}{%- endif -%}
-  {%- do run_query('create table ' ~ target ~ " using parquet location '" ~ next_location ~ "'") -%}
+  {%- do run_query('create table ' ~ target ~ " using parquet location '" ~ next_location ~ "' " ~ dbt_ivm.ivm_tblproperties(properties)) -%}
 {% endmacro %}
 
 {#- The generation directory a table is not using now. -#}

@@ -16,16 +16,29 @@
       {%- set rows = run_query(dbt_ivm.ivm_delta_version_sql(up)).rows -%}
       {%- do versions.update({up.name: (rows[0][0] | string) if rows else none}) -%}
       {%- do exprs.append('null as v' ~ loop.index0) -%}
+    {%- elif up.get('feed') == 'ivm' -%}
+      {#- another ivm model stored as parquet: the stamp of its latest successful refresh
+          (its change log may hold rows of an attempt that has not succeeded) -#}
+      {%- do exprs.append(dbt_ivm.ivm_upstream_version_sql(up) ~ ' as v' ~ loop.index0) -%}
     {%- elif up.kind == 'change_log' -%}
       {%- do exprs.append('(select cast(max(_commit_version) as string) from ' ~ up.change_log ~ ') as v' ~ loop.index0) -%}
     {%- else -%}
       {%- do exprs.append('(select cast(max(' ~ dbt_ivm.ivm_quote(up.watermark) ~ ') as string) from ' ~ up.relation ~ ') as v' ~ loop.index0) -%}
     {%- endif -%}
   {%- endfor -%}
+  {#- the refresh history of ivm upstreams since the stored version, in the same query -#}
+  {%- set history = [] -%}
+  {%- for up in upstreams if up.get('feed') == 'ivm' and up.get('after') is not none and up.get('history') is none -%}
+    {%- do history.append(up) -%}
+    {%- do exprs.append(dbt_ivm.ivm_upstream_history_sql(up, up.after) ~ ' as h' ~ loop.index0) -%}
+  {%- endfor -%}
   {%- if upstreams | rejectattr('feed', 'equalto', 'delta') | list -%}
     {%- set row = run_query('select ' ~ exprs | join(', ')).rows[0] -%}
     {%- for up in upstreams -%}
       {%- if up.get('feed') != 'delta' -%}{%- do versions.update({up.name: row[loop.index0]}) -%}{%- endif -%}
+    {%- endfor -%}
+    {%- for up in history -%}
+      {%- do up.update({'history': fromjson(row[upstreams | length + loop.index0] or '{}')}) -%}
     {%- endfor -%}
   {%- endif -%}
   {{ return(versions) }}
@@ -144,4 +157,59 @@ where (not f.__ivm_is_new or l.__ivm_is_new)
 {% macro ivm_delta_changes_sql(up, after, upto) %}
   {%- set start = 0 if after is none else (after | int) + 1 -%}
   {{ return("select * from table_changes(" ~ dbt_ivm.ivm_string_literal(up.relation | string) ~ ", " ~ start ~ ", " ~ (upto | int) ~ ")") }}
+{% endmacro %}
+
+{#- ivm upstreams stored as parquet (feed 'ivm'). -#}
+
+{#- The version of an ivm upstream: the table_version stamp of its latest successful refresh
+    in the refresh log (a scalar subquery). -#}
+{% macro ivm_upstream_version_sql(up) %}
+  {{ return("(select cast(max(table_version) as string) from " ~ dbt_ivm.ivm_refresh_log_relation() ~ " where model = "
+            ~ dbt_ivm.ivm_string_literal(up.uid) ~ " and status = 'success')") }}
+{% endmacro %}
+
+{#- What happened to an ivm upstream since version `after` (a scalar subquery, JSON), counted
+    per refresh attempt by its last log row: 'full' refreshes that rebuilt it, 'unlogged'
+    incremental ones that wrote no change log (no ivm model read it then), and attempts
+    whose last row is 'started' ('interrupted': their change-log rows may describe a change
+    that never reached the table, or the table may hold a change whose rows are missing). -#}
+{% macro ivm_upstream_history_sql(up, after) %}
+  {%- set a = 'cast(' ~ (after | int) ~ ' as bigint)' -%}
+  {%- set sql -%}
+(select to_json(named_struct(
+   'full', count_if(st = 'success' and pa = 'full' and tv > {{ a }}),
+   'unlogged', count_if(st = 'success' and pa = 'incremental' and not lg and tv > {{ a }}),
+   'interrupted', count_if(st = 'started' and tv >= {{ a }})))
+ from (select max_by(status, logged_at) as st, max_by(path, logged_at) as pa, max(table_version) as tv,
+              max_by(coalesce(changes_logged, false), logged_at) as lg
+       from {{ dbt_ivm.ivm_refresh_log_relation() }} where model = {{ dbt_ivm.ivm_string_literal(up.uid) }} group by refresh_id))
+  {%- endset -%}
+  {{ return(sql) }}
+{% endmacro %}
+
+{#- Before an incremental refresh: the reason to rebuild in full because an ivm upstream's
+    change log cannot be trusted since the stored version (it was rebuilt in full, had an
+    interrupted refresh, or refreshed without writing its log), or none. Reads the history
+    ivm_current_versions fetched. -#}
+{% macro ivm_upstream_rebuild_reason(plan, versions_to) %}
+  {%- for p in plan if p.up.get('feed') == 'ivm' -%}
+    {%- set what = 'upstream ' ~ p.up.name ~ ' (an ivm model)' -%}
+    {%- if p.up.get('after') is none -%}
+      {%- if versions_to.get(p.up.name) is not none -%}
+        {{ return(what ~ ' has no version stored by the last refresh of this model') }}
+      {%- endif -%}
+      {%- continue -%}
+    {%- endif -%}
+    {%- set h = p.up.get('history') or {} -%}
+    {%- if h.get('interrupted') -%}
+      {{ return(what ~ ' had an interrupted refresh since the last refresh of this model: its change log may not match its table') }}
+    {%- endif -%}
+    {%- if h.get('full') -%}
+      {{ return(what ~ ' was rebuilt in full since the last refresh of this model') }}
+    {%- endif -%}
+    {%- if h.get('unlogged') -%}
+      {{ return(what ~ ' was refreshed without writing its change log (no ivm model depended on it then)') }}
+    {%- endif -%}
+  {%- endfor -%}
+  {{ return(none) }}
 {% endmacro %}

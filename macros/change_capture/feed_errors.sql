@@ -212,13 +212,23 @@
 
 {#- Before an incremental refresh: check the change feed of every Delta upstream that
     changed. Fails with the explanation, or returns the reason to rebuild in full
-    (ivm_on_change_feed_error=rebuild), or none. -#}
+    (ivm_on_change_feed_error=rebuild), or none. An upstream that is another ivm model and
+    was rebuilt in full on another schema always means a rebuild, with that reason; one
+    rebuilt on the same schema is read through its change feed, which Delta keeps across a
+    CREATE OR REPLACE of the same schema. -#}
 {% macro ivm_check_change_feeds(model, plan, state, versions_to, settings) %}
   {%- for p in plan if p.up.get('feed') == 'delta' -%}
     {%- set after = state.last_success.versions.get(p.up.name) -%}
     {%- set upto = versions_to[p.up.name] -%}
     {%- if after != upto -%}
       {%- set problem = dbt_ivm.ivm_delta_feed_problem(p.up, after, upto, state.last_success.get('logged_at')) -%}
+      {%- set schema_class = ('INCOMPATIBLE_SCHEMA_CHANGE' in (problem or '')) or ('INCOMPATIBLE_DATA_SCHEMA' in (problem or '')) -%}
+      {%- if p.up.get('ivm_model') and schema_class -%}
+        {#- an ivm upstream rebuilt in full on another schema: expected, rebuild -#}
+        {%- set reason = 'upstream ' ~ p.up.name ~ ' (an ivm model) was rebuilt in full since the last refresh of this model (' ~ problem ~ ')' -%}
+        {{ log('dbt_ivm: ' ~ model.name ~ ': ' ~ reason, info=true) }}
+        {{ return(reason) }}
+      {%- endif -%}
       {%- if problem -%}
         {%- set decision = dbt_ivm.ivm_change_feed_decision(model.name, p.up.name, problem, settings.on_change_feed_error) -%}
         {%- if decision.action == 'rebuild' -%}

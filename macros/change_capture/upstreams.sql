@@ -6,6 +6,8 @@
                    materialization checks that the table is Delta with its change data
                    feed on, see ivm_detect_change_feeds)
       append-only: {watermark: <column>}                         (rows above the last value)
+    A ref() of another ivm model with no `ivm` meta needs no declaration (feed 'ivm'): its
+    row key and how its changes are read are resolved at run time (ivm_detect_change_feeds).
     Returns one dict per upstream: name, relation, parts (how it renders in SQL), kind,
     unique_key, change_log, watermark, hidden identity columns and config problems. -#}
 {% macro ivm_upstreams(model) %}
@@ -37,7 +39,13 @@
     {%- if not feed and key and not meta.get('change_log') and not meta.get('watermark') -%}
       {%- set feed = 'detect' -%}
     {%- endif -%}
-    {%- if feed -%}
+    {%- if not meta and node.resource_type == 'model' and node.config.get('materialized') == 'ivm' -%}
+      {#- another ivm model, undeclared: its row key and change feed are read at run time
+          (ivm_detect_change_feeds) -#}
+      {%- set feed = 'ivm' -%}
+      {%- set kind = 'change_log' -%}
+      {%- set change_log = none -%}
+    {%- elif feed -%}
       {#- a Delta table with change data feed: its own table_changes() is the change log -#}
       {%- set kind = 'change_log' -%}
       {%- set change_log = relation -%}
@@ -84,12 +92,17 @@
 {% endmacro %}
 
 {% macro default__ivm_detect_change_feeds(model, upstreams) %}
-  {%- for up in upstreams if up.feed == 'detect' -%}
+  {%- for up in upstreams if up.feed in ('detect', 'ivm') -%}
     {%- set r = up.relation -%}
     {%- if adapter.get_relation(database=r.database, schema=r.schema, identifier=r.identifier) is none -%}
       {{ exceptions.raise_compiler_error("Model '" ~ model.name ~ "': upstream " ~ up.name ~ ' (' ~ r ~ ') does not exist. Build or load it first.') }}
     {%- endif -%}
-    {%- set found = dbt_ivm.ivm_delta_change_feed_status(run_query('describe table extended ' ~ r).rows) -%}
+    {%- set described = run_query('describe table extended ' ~ r).rows -%}
+    {%- if up.feed == 'ivm' -%}
+      {%- do dbt_ivm.ivm_resolve_ivm_upstream(up, described) -%}
+      {%- continue -%}
+    {%- endif -%}
+    {%- set found = dbt_ivm.ivm_delta_change_feed_status(described) -%}
     {%- if found.ok -%}
       {%- do up.update({'feed': 'delta'}) -%}
     {%- else -%}
@@ -99,6 +112,83 @@
     {%- endif -%}
   {%- endfor -%}
   {{ return(upstreams) }}
+{% endmacro %}
+
+{#- An upstream that is another ivm model (feed 'ivm'), from the rows of its DESCRIBE TABLE
+    EXTENDED: its row key is the table property dbt_ivm.row_key, written when it was
+    built. A Delta table is read through its change data feed (feed 'delta'); a parquet
+    table through the change log __ivm_changes__<table> it writes for its ivm dependents
+    (feed stays 'ivm'; its versions come from the refresh log, see ivm_current_versions).
+    No row key: IVM030 saying why. Updates the upstream in place. -#}
+{% macro ivm_resolve_ivm_upstream(up, described) %}
+  {{ return(adapter.dispatch('ivm_resolve_ivm_upstream', 'dbt_ivm')(up, described)) }}
+{% endmacro %}
+
+{% macro default__ivm_resolve_ivm_upstream(up, described) %}
+  {%- set info = dbt_ivm.ivm_table_info(described) -%}
+  {%- set key = info.properties.get('dbt_ivm.row_key', '') | trim -%}
+  {%- set key = key.split(',') | map('trim') | reject('equalto', '') | list -%}
+  {%- if not key -%}
+    {%- do up.update({'kind': none, 'feed': none, 'change_log': none, 'hidden': [], 'problems': [{'code': 'IVM030',
+        'fix': up.name ~ ' is an ivm model, but its table ' ~ up.relation ~ ' records no row key (table property dbt_ivm.row_key): '
+               ~ 'its rows have no identity when it is an aggregate without GROUP BY, a join over an append-only (watermark) upstream '
+               ~ 'or a model rebuilt in full as not maintainable; a table built by an older dbt_ivm has none yet: run it once with '
+               ~ '`dbt run --full-refresh -s ' ~ up.name ~ '`. Otherwise declare how to read it in models: [{name: ' ~ up.name
+               ~ ', config: {meta: {ivm: {...}}}}]'}]}) -%}
+    {{ return(up) }}
+  {%- endif -%}
+  {%- set hidden = [] -%}
+  {%- for c in key -%}
+    {%- do hidden.append({'column': c, 'name': '__ivm_' ~ up.short ~ '__' ~ modules.re.sub('[^A-Za-z0-9_]', '_', c)}) -%}
+  {%- endfor -%}
+  {%- do up.update({'unique_key': key, 'hidden': hidden, 'ivm_model': true}) -%}
+  {%- if info.provider == 'delta' -%}
+    {%- do up.update({'feed': 'delta', 'change_log': up.relation}) -%}
+  {%- else -%}
+    {%- do up.update({'change_log': dbt_ivm.ivm_change_log_relation(up.relation)}) -%}
+  {%- endif -%}
+  {{ return(up) }}
+{% endmacro %}
+
+{#- From the rows of DESCRIBE TABLE EXTENDED: {'provider': lower case, 'properties': dict}.
+    Spark lists the properties as [k1=v1,k2=v2,...]: a part without '=' continues the
+    value before it (a row key lists its columns separated by commas). -#}
+{% macro ivm_table_info(rows) %}
+  {%- set info = {} -%}
+  {%- for row in rows if row[0] -%}{%- do info.update({row[0] | trim | lower: (row[1] or '') | string}) -%}{%- endfor -%}
+  {%- set text = info.get('table properties', '') | trim -%}
+  {%- set text = text[1:-1] if text.startswith('[') and text.endswith(']') else text -%}
+  {%- set properties = {} -%}
+  {%- set last = namespace(key=none) -%}
+  {%- for part in text.split(',') -%}
+    {%- if '=' in part -%}
+      {%- set kv = part.split('=', 1) -%}
+      {%- set last.key = kv[0] | trim -%}
+      {%- do properties.update({last.key: kv[1]}) -%}
+    {%- elif last.key is not none -%}
+      {%- do properties.update({last.key: properties[last.key] ~ ',' ~ part}) -%}
+    {%- endif -%}
+  {%- endfor -%}
+  {{ return({'provider': info.get('provider', 'unknown') | trim | lower, 'properties': properties}) }}
+{% endmacro %}
+
+{#- The change log an ivm table stored as parquet writes for its ivm dependents. -#}
+{% macro ivm_change_log_relation(relation) %}
+  {{ return(api.Relation.create(database=relation.database, schema=relation.schema,
+                                identifier='__ivm_changes__' ~ relation.identifier, type='table')) }}
+{% endmacro %}
+
+{#- True when the ivm model must write its own change log: it is stored as parquet, declares
+    no `ivm` meta of its own and some ivm model reads it (a model without ivm dependents
+    pays nothing). -#}
+{% macro ivm_writes_change_log(model, settings) %}
+  {%- if settings.get('file_format') == 'delta' or (model.config.get('meta') or {}).get('ivm') or (model.get('meta') or {}).get('ivm') -%}
+    {{ return(false) }}
+  {%- endif -%}
+  {%- for node in graph.nodes.values() if node.resource_type == 'model' and node.config.get('materialized') == 'ivm' -%}
+    {%- if model.unique_id in node.depends_on.nodes -%}{{ return(true) }}{%- endif -%}
+  {%- endfor -%}
+  {{ return(false) }}
 {% endmacro %}
 
 {#- From the rows of DESCRIBE TABLE EXTENDED: {'ok': a Delta table with its change data

@@ -9,13 +9,17 @@
   {%- set upstreams = dbt_ivm.ivm_detect_change_feeds(model, dbt_ivm.ivm_upstreams(model)) -%}
   {%- set analysis = dbt_ivm.ivm_analyze(sql, upstreams) -%}
   {%- set entry = {'refresh_id': invocation_id ~ ':' ~ model.unique_id, 'started_at': started_at} -%}
+  {#- a parquet table that ivm models read writes its own change log -#}
+  {%- set writes_log = dbt_ivm.ivm_writes_change_log(model, settings) -%}
+  {%- do settings.update({'change_log': dbt_ivm.ivm_change_log_relation(target_relation) if writes_log else none}) -%}
 
   {%- if analysis.issues -%}
     {%- if settings.on_unsupported != 'full_rebuild' -%}
       {{ exceptions.raise_compiler_error(dbt_ivm.ivm_format_issues(model.name, analysis.issues)) }}
     {%- endif -%}
     {%- set codes = analysis.issues | map(attribute='code') | unique | join(', ') -%}
-    {%- do entry.update({'path': 'full', 'reason': 'not maintainable (' ~ codes ~ '); ivm_on_unsupported=full_rebuild'}) -%}
+    {%- do entry.update({'path': 'full', 'reason': 'not maintainable (' ~ codes ~ '); ivm_on_unsupported=full_rebuild',
+                         'table_version': dbt_ivm.ivm_table_stamp(started_at, none)}) -%}
     {{ log('dbt_ivm: ' ~ model.name ~ ' cannot be maintained incrementally (' ~ codes ~ '): rebuilding it in full as ivm_on_unsupported=full_rebuild asks', info=true) }}
     {{ run_hooks(pre_hooks) }}
     {%- do dbt_ivm.ivm_build_full(target_relation, existing, sql, sql, settings, entry) -%}
@@ -31,9 +35,16 @@
     {%- do hidden.update({i: up.hidden}) -%}
     {%- do plan.append({'index': i, 'up': up, 'columns': dbt_ivm.ivm_checked_columns(model, up)}) -%}
   {%- endfor -%}
+  {#- the row key recorded on the table for ivm models that read it (none: its rows have no identity) -#}
+  {%- set row_key = [] -%}
   {%- if analysis.shape == 'join_only' -%}
     {%- set spec = none -%}
     {%- set template = dbt_ivm.ivm_rewrite_template(analysis.parsed, hidden) -%}
+    {#- a join's row: one row of each upstream, identified by their keys (not by a watermark) -#}
+    {%- for p in plan -%}{%- for h in p.up.hidden -%}{%- do row_key.append(h.name) -%}{%- endfor -%}{%- endfor -%}
+    {%- if plan | rejectattr('up.kind', 'equalto', 'change_log') | list or plan | rejectattr('up.hidden') | list -%}
+      {%- set row_key = [] -%}
+    {%- endif -%}
   {%- else -%}
     {#- an aggregate's rows are its groups: no upstream row keys are carried -#}
     {%- set no_hidden = {} -%}
@@ -41,7 +52,13 @@
     {%- set spec = dbt_ivm.ivm_aggregate_spec(analysis.parsed, analysis.aggregation, no_hidden) -%}
     {%- do spec.update({'refresh': analysis.refresh}) -%}
     {%- set template = spec.full -%}
+    {%- if spec.kind == 'distinct' -%}
+      {%- set row_key = 'visible' -%}
+    {%- else -%}
+      {%- for g in spec.groups -%}{%- do row_key.append(g.name) -%}{%- endfor -%}
+    {%- endif -%}
   {%- endif -%}
+  {%- do entry.update({'row_key': row_key or none}) -%}
   {%- set declarations = [] -%}
   {%- for p in plan -%}{%- do declarations.append([p.up.name, p.up.kind, p.up.unique_key, p.up.watermark, p.up.change_log | string]) -%}{%- endfor -%}
   {#- layout and comments do not change the definition: hash the significant tokens -#}
@@ -55,6 +72,11 @@
     {%- set exact = not (plan | map(attribute='up') | selectattr('kind', 'equalto', 'change_log') | rejectattr('feed', 'equalto', 'delta') | list) -%}
     {%- set state = dbt_ivm.ivm_delta_resolve_interrupted(existing, state, exact) -%}
   {%- endif -%}
+  {%- do entry.update({'table_version': dbt_ivm.ivm_table_stamp(started_at, state)}) -%}
+  {#- ivm upstreams stored as parquet: their refresh history since the stored version is read with the versions -#}
+  {%- for p in plan if p.up.get('feed') == 'ivm' -%}
+    {%- do p.up.update({'after': state.last_success.versions.get(p.up.name) if state.last_success else none}) -%}
+  {%- endfor -%}
   {%- set versions_to = dbt_ivm.ivm_current_versions(plan | map(attribute='up') | list) -%}
   {%- do entry.update({'versions_to': versions_to, 'definition_hash': definition_hash, 'watch': plan | map(attribute='up') | list}) -%}
 
@@ -62,6 +84,9 @@
   {{ run_hooks(pre_hooks) }}
 
   {%- set full_reason = dbt_ivm.ivm_full_refresh_reason(existing, state, definition_hash) -%}
+  {%- if not full_reason -%}
+    {%- set full_reason = dbt_ivm.ivm_upstream_rebuild_reason(plan, versions_to) -%}
+  {%- endif -%}
   {%- if not full_reason and spec is not none and state.repair -%}
     {%- set full_reason = state.repair ~ ': rebuilding, as aggregate states cannot be re-applied by key' -%}
   {%- endif -%}

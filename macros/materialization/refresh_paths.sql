@@ -31,7 +31,7 @@
   {%- if not columns -%}
     {{ exceptions.raise_compiler_error("Model '" ~ model.name ~ "': upstream " ~ up.name ~ ' (' ~ up.relation ~ ') does not exist. Build or load it first.') }}
   {%- endif -%}
-  {%- if up.kind == 'change_log' and up.get('feed') != 'delta' -%}
+  {%- if up.kind == 'change_log' and up.get('feed') not in ('delta', 'ivm') -%}
     {%- set log_names = adapter.get_columns_in_relation(up.change_log) | map(attribute='name') | map('lower') | list -%}
     {%- set missing = [] -%}
     {%- for c in (columns | map(attribute='name') | map('lower') | list) + ['_change_type', '_commit_version'] if c not in log_names -%}
@@ -61,34 +61,107 @@
   {{ return(((modules.datetime.datetime.utcnow() - started_at).total_seconds() * 1000) | round / 1000) }}
 {% endmacro %}
 
-{#- Build (or rebuild) the table from build_sql and keep the plain definition as a view. -#}
+{#- Build (or rebuild) the table from build_sql and keep the plain definition as a view.
+    entry.row_key (column names, or 'visible' for all columns of the definition) is
+    recorded as the table property dbt_ivm.row_key, for ivm models that read this one. -#}
 {% macro ivm_build_full(target, existing, build_sql, definition_sql, settings, entry) %}
   {%- do entry.update({'status': 'started'}) -%}
   {%- if settings.get('file_format') == 'delta' -%}
     {%- do entry.update({'table_version': dbt_ivm.ivm_delta_table_version(existing)}) -%}
   {%- endif -%}
   {%- do dbt_ivm.ivm_log_refresh(model, target, entry) -%}
+  {%- set definition_view = dbt_ivm.ivm_definition_view(target) -%}
+  {%- do run_query('create or replace view ' ~ definition_view ~ ' as ' ~ definition_sql) -%}
+  {%- set row_key = entry.get('row_key') -%}
+  {%- if row_key == 'visible' -%}
+    {%- set row_key = adapter.get_columns_in_relation(definition_view) | map(attribute='name') | list -%}
+  {%- endif -%}
+  {%- set properties = {'dbt_ivm.row_key': row_key | join(',')} if row_key else {} -%}
   {%- if settings.get('file_format') == 'delta' -%}
-    {%- do dbt_ivm.ivm_delta_build(target, existing, build_sql, settings.partition_by) -%}
+    {%- do dbt_ivm.ivm_delta_build(target, existing, build_sql, settings.partition_by, properties) -%}
   {%- elif settings.partition_by -%}
     {%- if existing is not none -%}{%- do adapter.drop_relation(existing) -%}{%- endif -%}
     {%- call statement('main') -%}
       create table {{ target }} using parquet
       options (partitionOverwriteMode 'dynamic')
       partitioned by ({{ dbt_ivm.ivm_quote_all(settings.partition_by) | join(', ') }})
+      {{ dbt_ivm.ivm_tblproperties(properties) }}
       as {{ build_sql }}
     {%- endcall -%}
   {%- else -%}
-    {%- do dbt_ivm.ivm_build_generation(target, existing, build_sql) -%}
+    {%- do dbt_ivm.ivm_build_generation(target, existing, build_sql, properties) -%}
   {%- endif -%}
-  {%- set definition_view = dbt_ivm.ivm_definition_view(target) -%}
-  {%- do run_query('create or replace view ' ~ definition_view ~ ' as ' ~ definition_sql) -%}
+  {%- if settings.get('change_log') -%}
+    {%- do dbt_ivm.ivm_create_change_log(target, settings.change_log) -%}
+    {%- do entry.update({'changes_logged': true}) -%}
+  {%- endif -%}
   {%- set rows = run_query('select count(*) from ' ~ target).rows[0][0] -%}
   {%- do entry.update({'status': 'success', 'rows_inserted': rows, 'rows_deleted': 0,
                        'logs_advanced': dbt_ivm.ivm_logs_advanced(entry.get('watch', []), entry.get('versions_to', {})),
                        'duration_s': dbt_ivm.ivm_seconds_since(entry.started_at)}) -%}
   {%- do dbt_ivm.ivm_log_refresh(model, target, entry) -%}
   {{ log('dbt_ivm: ' ~ model.name ~ ': full build (' ~ entry.reason ~ '), ' ~ rows ~ ' rows', info=true) }}
+{% endmacro %}
+
+{#- TBLPROPERTIES clause of a CREATE TABLE (empty without properties). -#}
+{% macro ivm_tblproperties(properties) %}
+  {%- set items = [] -%}
+  {%- for k, v in properties | dictsort -%}
+    {%- do items.append(dbt_ivm.ivm_string_literal(k) ~ ' = ' ~ dbt_ivm.ivm_string_literal(v)) -%}
+  {%- endfor -%}
+  {{ return('tblproperties (' ~ items | join(', ') ~ ')' if items else '') }}
+{% endmacro %}
+
+{#- The version stamp of a refresh attempt of this table: its start time in epoch
+    milliseconds, above every stamp logged before (state.table_version), so it grows with
+    every attempt and is never reused. An ivm table stored as parquet stamps its own change
+    log rows with it (_commit_version) and logs it as the refresh's table_version. -#}
+{% macro ivm_table_stamp(started_at, state) %}
+  {%- set ms = ((started_at - modules.datetime.datetime(1970, 1, 1)).total_seconds() * 1000) | round | int -%}
+  {%- set last = (state or {}).get('table_version') -%}
+  {{ return([ms, (last + 1) if last is not none else 0] | max) }}
+{% endmacro %}
+
+{#- (Re)create the empty change log of an ivm table stored as parquet (its columns, hidden
+    ones included, plus _change_type, _commit_version, _commit_timestamp). Rows logged
+    before a full build are useless to readers, who rebuild after it. -#}
+{% macro ivm_create_change_log(target, log) %}
+  {{ return(adapter.dispatch('ivm_create_change_log', 'dbt_ivm')(target, log)) }}
+{% endmacro %}
+
+{% macro default__ivm_create_change_log(target, log) %}
+  {%- do run_query('drop table if exists ' ~ log) -%}
+  {%- do run_query(dbt_ivm.ivm_change_log_ddl(target, log, false)) -%}
+{% endmacro %}
+
+{% macro ivm_change_log_ddl(target, log, if_not_exists) %}
+  {{ return('create table ' ~ ('if not exists ' if if_not_exists else '') ~ log ~ ' using parquet as select *, cast(null as string) as _change_type, '
+            ~ 'cast(null as bigint) as _commit_version, cast(null as timestamp) as _commit_timestamp from ' ~ target ~ ' where false') }}
+{% endmacro %}
+
+{#- Before an incremental apply to an ivm table stored as parquet that has ivm dependents:
+    append to its change log the rows the apply removes ('delete', read from the current
+    table with the stage's delete predicates) and the rows it adds ('insert'), all with
+    _commit_version = stamp. Written before the table: an attempt that stops in between
+    leaves a 'started' refresh-log row, and readers then rebuild. -#}
+{% macro ivm_append_change_log(target, log, columns, stage, stamp) %}
+  {{ return(adapter.dispatch('ivm_append_change_log', 'dbt_ivm')(target, log, columns, stage, stamp)) }}
+{% endmacro %}
+
+{% macro default__ivm_append_change_log(target, log, columns, stage, stamp) %}
+  {%- do run_query(dbt_ivm.ivm_change_log_ddl(target, log, true)) -%}
+  {%- set cols = dbt_ivm.ivm_quote_all(columns) | list -%}
+  {%- set kept = [] -%}
+  {%- for c in cols -%}{%- do kept.append('__ivm_v.' ~ c) -%}{%- endfor -%}
+  {%- set tail = ', cast(' ~ stamp ~ ' as bigint), current_timestamp()' -%}
+  {%- set parts = [] -%}
+  {%- if stage.rewrite -%}
+    {%- do parts.append('select ' ~ kept | join(', ') ~ ", 'delete'" ~ tail ~ ' from ' ~ target ~ ' __ivm_v '
+                        ~ stage.predicates.joins | join(' ') ~ ' where ' ~ stage.predicates.flag) -%}
+  {%- endif -%}
+  {%- do parts.append('select ' ~ cols | join(', ') ~ ", 'insert'" ~ tail ~ ' from ' ~ stage.insert_view) -%}
+  {%- do run_query('insert into ' ~ log ~ ' (' ~ (cols + ['_change_type', '_commit_version', '_commit_timestamp']) | join(', ') ~ ') '
+                   ~ parts | join(' union all ')) -%}
 {% endmacro %}
 
 {% macro ivm_definition_view(relation) %}
@@ -149,6 +222,7 @@
     {%- set reason = 'no upstream changes' if not changed else 'upstream changes cancel out' -%}
     {%- do dbt_ivm.ivm_drop_temp_views(temp_views) -%}
     {%- do dbt_ivm.ivm_lap(phases, 'bookkeeping', clock) -%}
+    {%- do entry.update({'table_version': (state.last_success or {}).get('table_version'), 'changes_logged': true}) -%}
     {%- do entry.update({'status': 'success', 'path': 'no-op', 'reason': reason, 'rows_inserted': 0, 'rows_deleted': 0, 'phase_s': phases, 'duration_s': dbt_ivm.ivm_seconds_since(entry.started_at)}) -%}
     {%- do dbt_ivm.ivm_log_refresh(model, target, entry) -%}
     {{ log('dbt_ivm: ' ~ model.name ~ ': no-op (' ~ reason ~ ')', info=true) }}
@@ -170,11 +244,14 @@
   {%- do entry.update({'message': steps | sort | join('; ')}) -%}
   {%- set reason = ((state.repair ~ ', re-applying by key; ') if state.repair else '') ~ stage.reason -%}
   {%- do dbt_ivm.ivm_lap(phases, 'delta', clock) -%}
-  {%- do entry.update({'status': 'started', 'path': 'incremental', 'reason': reason}) -%}
+  {%- do entry.update({'status': 'started', 'path': 'incremental', 'reason': reason, 'changes_logged': settings.get('change_log') is not none}) -%}
   {%- if settings.get('file_format') == 'delta' -%}
     {%- do entry.update({'table_version': dbt_ivm.ivm_delta_table_version(target)}) -%}
   {%- endif -%}
   {%- do dbt_ivm.ivm_log_refresh(model, target, entry) -%}
+  {%- if settings.get('change_log') -%}
+    {%- do dbt_ivm.ivm_append_change_log(target, settings.change_log, columns, stage, entry.table_version) -%}
+  {%- endif -%}
   {%- do dbt_ivm.ivm_lap(phases, 'bookkeeping', clock) -%}
 
   {%- if settings.get('file_format') == 'delta' -%}

@@ -40,7 +40,8 @@ class UpstreamDeclaration:
     watermark: str | None
     problems: tuple[tuple[str, str], ...]  # (code, fix)
     # 'delta': Delta change data feed; 'detect': only a key declared, so at run time the
-    # table must be Delta with its change data feed on (else IVM031)
+    # table must be Delta with its change data feed on (else IVM031); 'ivm': another ivm
+    # model, its row key and change feed read at run time
     feed: str | None = None
 
     def for_analysis(self) -> Upstream:
@@ -145,7 +146,13 @@ def _declaration(node: Mapping[str, Any]) -> UpstreamDeclaration:
     feed = "delta" if meta.get("change_feed") == "delta" and not meta.get("change_log") else None
     if feed is None and keys and not meta.get("change_log") and not meta.get("watermark"):
         feed = "detect"
-    if feed:
+    ivm_model = node["resource_type"] == "model" and (node.get("config") or {}).get("materialized") == "ivm"
+    if not meta and ivm_model:
+        # another ivm model, undeclared: its row key (table property dbt_ivm.row_key) and
+        # change feed are read at run time (IVM030 there when it records no key)
+        kind = "change_log"
+        feed = "ivm"
+    elif feed:
         # a Delta table with change data feed: its own table_changes() is the change log
         kind = "change_log"
         if not keys:
@@ -186,7 +193,13 @@ def _declaration(node: Mapping[str, Any]) -> UpstreamDeclaration:
         parts=relation_parts(relation),
         kind=kind,
         unique_key=keys if kind == "change_log" else (),
-        change_log=(f"table_changes({relation})" if feed else str(meta["change_log"]))
+        change_log=(
+            f"table_changes({relation})"
+            if feed in ("delta", "detect")
+            else f"{relation} (an ivm model)"
+            if feed
+            else str(meta["change_log"])
+        )
         if kind == "change_log"
         else None,
         watermark=str(meta["watermark"]) if kind == "append_only" else None,

@@ -65,6 +65,11 @@ def _declared(upstream: UpstreamDeclaration) -> str:
                 f"Delta change data feed {upstream.change_log}, row key {key} (checked at run time: "
                 "a Delta table with delta.enableChangeDataFeed=true, else IVM031)"
             )
+        if upstream.feed == "ivm":
+            return (
+                "another ivm model: its row key (table property dbt_ivm.row_key) and changes are read "
+                "at run time (its change data feed, or for parquet its own change log)"
+            )
         if upstream.feed == "delta":
             return f"Delta change data feed {upstream.change_log}, row key {key}"
         return f"change log {upstream.change_log}, row key {key}"
