@@ -247,7 +247,9 @@ as {{ build_sql }}
 {% endmacro %}
 
 {#- Exactly-once after an interrupted refresh of a Delta table. Its one write either
-    committed or did not; the commit's user metadata says which. Committed: the refresh
+    committed or did not; the commit's user metadata says which (of all the refreshes
+    interrupted since the last success, the table's last commit names the one to continue
+    from: the table has no commit of a later one). Committed: the refresh
     is complete, so the next one starts from the versions it reached. Not committed: the
     table is untouched, so the next one starts from the last successful refresh. Either
     way no re-apply by key is needed. Returns the state to refresh from. -#}
@@ -256,8 +258,11 @@ as {{ build_sql }}
   {%- set names = history.column_names | map('lower') | list -%}
   {%- set text = history.rows[0][names.index('usermetadata')] if history.rows and 'usermetadata' in names else none -%}
   {%- set metadata = fromjson(text) if text and (text | string).startswith('{') else {} -%}
-  {%- set interrupted = state.interrupted -%}
-  {%- if metadata.get('refresh_id') == interrupted.refresh_id and interrupted.definition_hash -%}
+  {#- the table's last commit may be that of an earlier interrupted refresh than the last
+      one (it committed, then the next refresh was interrupted before its commit) -#}
+  {%- set committed = (state.get('interrupted_all') or [state.interrupted]) | selectattr('refresh_id', 'equalto', metadata.get('refresh_id')) | list -%}
+  {%- set interrupted = committed[-1] if committed else state.interrupted -%}
+  {%- if committed and interrupted.definition_hash -%}
     {{ log('dbt_ivm: the interrupted refresh ' ~ interrupted.refresh_id ~ ' committed its write to ' ~ existing ~ ': continuing from the versions it reached', info=true) }}
     {#- a plain change log may have advanced while that refresh read its table -#}
     {%- set repair = none if exact_reads else 'the last refresh was interrupted after its commit, an upstream change log may have advanced during it' -%}

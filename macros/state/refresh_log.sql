@@ -46,7 +46,8 @@
 {% endmacro %}
 
 {#- {'last_success': row dict or none, 'repair': why the next run must re-apply by key, or none,
-    'interrupted' (only after an interrupted refresh): its refresh_id, versions and definition_hash}. -#}
+    'interrupted' (only after an interrupted refresh): its refresh_id, versions and definition_hash,
+    'interrupted_all': every refresh interrupted since the last success, oldest first}. -#}
 {% macro ivm_read_state(model_id) %}
   {{ return(adapter.dispatch('ivm_read_state', 'dbt_ivm')(model_id)) }}
 {% endmacro %}
@@ -63,8 +64,10 @@
       {%- do state.update({'last_success': {'versions': fromjson(r[1]) if r[1] else {}, 'definition_hash': r[2], 'logs_advanced': r[3]},
                            'repair': 'an upstream change log advanced during the last refresh' if r[3] else none}) -%}
     {%- elif r[0] == 'started' -%}
-      {%- do state.update({'repair': 'the last refresh was interrupted',
-                           'interrupted': {'refresh_id': r[4], 'versions': fromjson(r[1]) if r[1] else {}, 'definition_hash': r[2]}}) -%}
+      {#- several refreshes may have been interrupted since the last success: any of them may be the one that committed last -#}
+      {%- set interrupted = {'refresh_id': r[4], 'versions': fromjson(r[1]) if r[1] else {}, 'definition_hash': r[2]} -%}
+      {%- do state.update({'repair': 'the last refresh was interrupted', 'interrupted': interrupted,
+                           'interrupted_all': state.get('interrupted_all', []) + [interrupted]}) -%}
     {%- endif -%}
   {%- endfor -%}
   {{ return(state) }}
