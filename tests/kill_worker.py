@@ -28,6 +28,7 @@ import json
 import os
 import queue
 import random
+import re
 import select
 import signal
 import subprocess
@@ -90,7 +91,8 @@ class Events:
 def statement_kind(sql: str, model: str) -> str | None:
     """What a statement of a model's refresh does, for the events: the write of the
     model's table, or a refresh log row."""
-    text = " ".join(sql.lower().split())
+    # dbt puts its query comment (/* {"app": "dbt", ...} */) first
+    text = " ".join(re.sub(r"^\s*/\*.*?\*/", "", sql, flags=re.S).lower().split())
     if text.startswith((f"merge into {SCHEMA}.{model} ", f"insert into {SCHEMA}.{model} ")):
         return "write"
     if text.startswith("create or replace table") and f"{SCHEMA}.{model} " in text:
