@@ -472,10 +472,19 @@ class Campaign:
         """Per kill: which refreshes it interrupted (facts read by the next child) and
         whether the next run converged. Counts over the kills and over the interrupted
         refreshes (one kill can interrupt both models)."""
-        kills = [r for r in self.records if r.get("killed")]
         by_iteration = {r["iteration"]: r for r in self.records}
+        # a kill counts once a later child has read its facts and finished a recovery
+        kills = [
+            r
+            for r in self.records
+            if r.get("killed")
+            and any(c["iteration"] > r["iteration"] and c.get("check") for c in self.records)
+        ]
+        seconds = sorted(r["seconds"] for r in self.records if r.get("seconds"))
         counted: dict[str, Any] = {
             "kills": len(kills),
+            "pending": sum(1 for r in self.records if r.get("killed")) - len(kills),
+            "child_seconds_median": seconds[len(seconds) // 2] if seconds else None,
             "landed": 0,
             "interrupted_refreshes": 0,
             "before_commit": 0,
@@ -588,8 +597,9 @@ def markdown(summary: dict[str, Any], seed: int, seconds: float) -> str:
         f"| {m} | " + ", ".join(f"{k}: {v}" for k, v in sorted(p.items())) + " |"
         for m, p in sorted(s["phases"].items())
     )
-    return textwrap.dedent(
-        f"""\
+    return (
+        textwrap.dedent(
+            f"""\
         # Delta exactly-once under SIGKILL
 
         `python -m tests.kill_worker campaign --kills {s["kills"]} --seed {seed}` (the test
@@ -609,13 +619,18 @@ def markdown(summary: dict[str, Any], seed: int, seconds: float) -> str:
         | kills during a recovery run that left a 2nd interrupted refresh | {s["chained"]} |
         | kills after which the refresh log of a model was lost | {s["log_lost"]} |
         | converged (next run succeeded, every model == its definition) | {s["converged"]} |
+        | kills whose recovery had not run when the campaign stopped | {s["pending"]} |
+
+        Median seconds per child process: {s["child_seconds_median"]}.
 
         Last refresh event the parent saw before each kill, per model:
 
         | model | events |
         |---|---|
-        {phases}
         """
+        )
+        + phases
+        + "\n"
     )
 
 
@@ -638,9 +653,23 @@ def main() -> int:
     campaign.add_argument("--kills", type=int, default=24)
     campaign.add_argument("--seed", type=int, default=20261123)
     campaign.add_argument("--out")
+    again = sub.add_parser("summarize", help="the figures of a campaign's records.json (e.g. a stopped one)")
+    again.add_argument("--work", required=True)
+    again.add_argument("--seed", type=int, default=20261123)
+    again.add_argument("--seconds", type=float, required=True)
+    again.add_argument("--out", required=True)
     args = parser.parse_args()
     if args.command == "child":
         return child_main(args)
+    if args.command == "summarize":
+        c = Campaign(Path(args.work), args.seed)
+        c.records = json.loads((Path(args.work) / "records.json").read_text())
+        for r in c.records:
+            if r.get("killed"):
+                r["phase"] = phase_at_kill(r)
+        Path(args.out).write_text(markdown(c.summary(), args.seed, args.seconds))
+        print(json.dumps(c.summary(), indent=1))
+        return 0
     started = time.time()
     c = Campaign(Path(args.work), args.seed)
 
