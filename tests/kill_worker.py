@@ -328,21 +328,20 @@ class Campaign:
     def project(self) -> Path:
         return self.work / "project"
 
-    def plan(self, pick: random.Random, facts: dict[str, Any] | None) -> KillPlan:
+    def plan(self, pick: random.Random, committed: list[str]) -> KillPlan:
         """Spread the kills over a refresh: anywhere in the run; around the write of one
         model (before it, while it runs, just after its commit, before the 'success' log
-        row); and, after a kill that left a committed but unlogged refresh, during the
-        recovery run itself (a second interrupted refresh on top of the first)."""
+        row); and, after a kill that came after the write of a model had returned
+        (`committed`, from the events: the facts are read by the next child only), during
+        the recovery run itself (a second interrupted refresh on top of the first)."""
         model = pick.choice(list(MODELS))
-        if facts and pick.random() < 0.5:
-            committed = [m for m, f in facts.items() if any(i["committed"] for i in f["interrupted"])]
-            if committed:
-                return KillPlan(
-                    "recovery",
-                    pick.choice(["log-started-end", "write-start"]),
-                    pick.choice(committed),
-                    pick.uniform(0.0, 0.4),
-                )
+        if committed and pick.random() < 0.5:
+            return KillPlan(
+                "recovery",
+                pick.choice(["log-started-end", "write-start"]),
+                pick.choice(committed),
+                pick.uniform(0.0, 0.4),
+            )
         shape = pick.random()
         if shape < 0.2:
             return KillPlan("refresh", "refresh-started", None, pick.uniform(0.0, 12.0))
@@ -357,18 +356,19 @@ class Campaign:
     ) -> dict[str, Any]:
         self.work.mkdir(parents=True, exist_ok=True)
         pick = random.Random(self.seed)
-        facts: dict[str, Any] | None = None
+        committed: list[str] = []
         iteration = 0
         killed = 0
         while True:
             final = killed >= kills
-            plan = None if final else self.plan(pick, facts)
+            plan = None if final else self.plan(pick, committed)
             record = self.child(iteration, plan, final)
             self.records.append(record)
             log(json.dumps(summary_line(record), default=str))
             if progress:
                 progress()
-            facts = record.get("next_facts")
+            after_write = ("write-end", "log-success-start")
+            committed = [m for m, phase in record.get("phase", {}).items() if phase in after_write]
             if record.get("killed"):
                 killed += 1
             check = record.get("check") or {}
