@@ -213,22 +213,22 @@
 {#- Before an incremental refresh: check the change feed of every Delta upstream that
     changed. Fails with the explanation, or returns the reason to rebuild in full
     (ivm_on_change_feed_error=rebuild), or none. An upstream that is another ivm model and
-    was rebuilt in full on another schema always means a rebuild, with that reason; one
-    rebuilt on the same schema is read through its change feed, which Delta keeps across a
-    CREATE OR REPLACE of the same schema. -#}
+    was rebuilt in full since (a CREATE OR REPLACE) always means a rebuild, with that
+    reason: the rebuild is the package's own doing, never an error. -#}
 {% macro ivm_check_change_feeds(model, plan, state, versions_to, settings) %}
   {%- for p in plan if p.up.get('feed') == 'delta' -%}
     {%- set after = state.last_success.versions.get(p.up.name) -%}
     {%- set upto = versions_to[p.up.name] -%}
     {%- if after != upto -%}
-      {%- set problem = dbt_ivm.ivm_delta_feed_problem(p.up, after, upto, state.last_success.get('logged_at')) -%}
-      {%- set schema_class = ('INCOMPATIBLE_SCHEMA_CHANGE' in (problem or '')) or ('INCOMPATIBLE_DATA_SCHEMA' in (problem or '')) -%}
-      {%- if p.up.get('ivm_model') and schema_class -%}
-        {#- an ivm upstream rebuilt in full on another schema: expected, rebuild -#}
-        {%- set reason = 'upstream ' ~ p.up.name ~ ' (an ivm model) was rebuilt in full since the last refresh of this model (' ~ problem ~ ')' -%}
+      {%- set rebuilt = dbt_ivm.ivm_delta_rebuilt_at(p.up, after) if p.up.get('ivm_model') else none -%}
+      {%- if rebuilt is not none -%}
+        {#- an ivm upstream's full build is a CREATE OR REPLACE: expected, rebuild, logged -#}
+        {%- set reason = 'upstream ' ~ p.up.name ~ ' (an ivm model) was rebuilt in full at its version ' ~ rebuilt
+                         ~ ', after the last refresh of this model' -%}
         {{ log('dbt_ivm: ' ~ model.name ~ ': ' ~ reason, info=true) }}
         {{ return(reason) }}
       {%- endif -%}
+      {%- set problem = dbt_ivm.ivm_delta_feed_problem(p.up, after, upto, state.last_success.get('logged_at')) -%}
       {%- if problem -%}
         {%- set decision = dbt_ivm.ivm_change_feed_decision(model.name, p.up.name, problem, settings.on_change_feed_error) -%}
         {%- if decision.action == 'rebuild' -%}
@@ -240,4 +240,20 @@
     {%- endif -%}
   {%- endfor -%}
   {{ return(none) }}
+{% endmacro %}
+
+{#- The first version after `after` at which a Delta table was replaced (CREATE OR REPLACE,
+    REPLACE TABLE: an ivm model's full build), or none. -#}
+{% macro ivm_delta_rebuilt_at(up, after) %}
+  {%- set history = run_query('describe history ' ~ up.relation) -%}
+  {%- set names = history.column_names | map('lower') | list -%}
+  {%- set ns = namespace(first=none) -%}
+  {%- for row in history.rows if row[names.index('version')] | int > (after | int) -%}
+    {%- set op = row[names.index('operation')] | string -%}
+    {%- if op.startswith('CREATE OR REPLACE') or op.startswith('REPLACE TABLE') -%}
+      {%- set v = row[names.index('version')] | int -%}
+      {%- if ns.first is none or v < ns.first -%}{%- set ns.first = v -%}{%- endif -%}
+    {%- endif -%}
+  {%- endfor -%}
+  {{ return(ns.first) }}
 {% endmacro %}
