@@ -3,7 +3,7 @@ VENV ?= .venv
 PYTHON ?= python3
 BIN = $(VENV)/bin
 
-.PHONY: setup demo test lint bench clean
+.PHONY: setup demo test test-kills lint bench clean
 
 setup: $(VENV)/.installed
 
@@ -23,6 +23,10 @@ lint: setup
 
 test: lint
 	$(BIN)/python -m pytest
+
+# the slow tier (README "Reliability"): the SIGKILL campaign on Delta, 20+ dbt processes
+test-kills: setup
+	$(BIN)/python -m pytest -m slow tests/test_delta_kills.py
 
 # The benchmark (README "Benchmark"): TPC-H SF 0.1, results in benchmark_results/sf0.1.
 # More: make bench BENCH_ARGS="--sf 1 --out benchmark_results/sf1"
