@@ -105,6 +105,15 @@ def read_error(spark: SparkSession, table: str, start: int, end: int) -> str | N
     return None
 
 
+DATA_SCHEMA = "DELTA_CHANGE_DATA_FEED_INCOMPATIBLE_DATA_SCHEMA"
+
+
+def assert_read_fails(spark: SparkSession, table: str, start: int, end: int, code: str) -> None:
+    """Reading table_changes over [start, end] really fails on this Delta, with `code`."""
+    error = read_error(spark, table, start, end)
+    assert error and code in error, error
+
+
 def create(spark: SparkSession, table: str, columns: str = "id bigint, v int", properties: str = "") -> None:
     spark.sql(f"create table {table} ({columns}) using delta tblproperties ({CDF}{properties})")
 
@@ -119,8 +128,7 @@ def retention(spark: SparkSession, t: str, after: int) -> None:
     time.sleep(3)  # past the 1 second delta.deletedFileRetentionDuration of the upstream
     # Delta >= 4.1 refuses the read without any VACUUM when the start version is older than
     # the retention and is not the latest version (the latest one stays readable)
-    error = read_error(spark, t, after + 1, latest(spark, t))
-    assert error and BY_NAME["retention"].code in error, error
+    assert_read_fails(spark, t, after + 1, latest(spark, t), BY_NAME["retention"].code)
     assert read_error(spark, t, latest(spark, t), latest(spark, t)) is None
 
 
@@ -131,8 +139,7 @@ def feed_off(spark: SparkSession, t: str, after: int) -> None:
     spark.sql(f"alter table {t} set tblproperties ({CDF})")
     on = latest(spark, t)
     spark.sql(f"insert into {t} values (11, 2)")
-    error = read_error(spark, t, after + 1, latest(spark, t))
-    assert error and "DELTA_MISSING_CHANGE_DATA" in error, error
+    assert_read_fails(spark, t, after + 1, latest(spark, t), "DELTA_MISSING_CHANGE_DATA")
     # the version that turns it off is already missing; the one that turns it on is not
     assert "DELTA_MISSING_CHANGE_DATA" in (read_error(spark, t, off, off) or "")
     assert read_error(spark, t, on, latest(spark, t)) is None
@@ -143,8 +150,7 @@ def feed_unset(spark: SparkSession, t: str, after: int) -> None:
     spark.sql(f"insert into {t} values (10, 1)")
     spark.sql(f"alter table {t} set tblproperties ({CDF})")
     spark.sql(f"insert into {t} values (11, 2)")
-    error = read_error(spark, t, after + 1, latest(spark, t))
-    assert error and "DELTA_MISSING_CHANGE_DATA" in error, error
+    assert_read_fails(spark, t, after + 1, latest(spark, t), "DELTA_MISSING_CHANGE_DATA")
 
 
 def recreated_shorter(spark: SparkSession, t: str, after: int) -> None:
@@ -152,8 +158,7 @@ def recreated_shorter(spark: SparkSession, t: str, after: int) -> None:
     create(spark, t)
     spark.sql(f"insert into {t} values (20, 1)")
     assert latest(spark, t) < after
-    error = read_error(spark, t, after + 1, after + 1)
-    assert error and "DELTA_CDC_START_VERSION_AFTER_LATEST" in error, error
+    assert_read_fails(spark, t, after + 1, after + 1, "DELTA_CDC_START_VERSION_AFTER_LATEST")
 
 
 def recreated_longer(spark: SparkSession, t: str, after: int) -> None:
@@ -181,8 +186,7 @@ def column_dropped(spark: SparkSession, t: str, after: int) -> None:
     spark.sql(f"insert into {t} values (10, 1, 'x')")
     spark.sql(f"alter table {t} drop column w")
     spark.sql(f"insert into {t} values (11, 2)")
-    error = read_error(spark, t, after + 1, latest(spark, t))
-    assert error and "DELTA_CHANGE_DATA_FEED_INCOMPATIBLE_DATA_SCHEMA" in error, error
+    assert_read_fails(spark, t, after + 1, latest(spark, t), DATA_SCHEMA)
 
 
 def replaced_schema(spark: SparkSession, t: str, after: int) -> None:
@@ -190,8 +194,7 @@ def replaced_schema(spark: SparkSession, t: str, after: int) -> None:
     spark.sql(f"create or replace table {t} (id bigint, v string) using delta tblproperties ({CDF})")
     replaced = latest(spark, t)
     spark.sql(f"insert into {t} values (12, 'b')")
-    error = read_error(spark, t, after + 1, latest(spark, t))
-    assert error and "DELTA_CHANGE_DATA_FEED_INCOMPATIBLE_DATA_SCHEMA" in error, error
+    assert_read_fails(spark, t, after + 1, latest(spark, t), DATA_SCHEMA)
     # a range that starts at the replacement raises no change-feed error: Delta reads the old
     # rows' files in the new schema, which returns them with NULLs for renamed columns, or
     # (here, int read as string) fails with a raw FAILED_READ_FILE error. The check before
