@@ -3,7 +3,7 @@ VENV ?= .venv
 PYTHON ?= python3
 BIN = $(VENV)/bin
 
-.PHONY: setup demo test test-kills lint bench clean
+.PHONY: setup demo test soak lint bench clean
 
 setup: $(VENV)/.installed
 
@@ -24,9 +24,14 @@ lint: setup
 test: lint
 	$(BIN)/python -m pytest
 
-# the slow tier (README "Reliability"): the SIGKILL campaign on Delta, 20+ dbt processes
-test-kills: setup
-	$(BIN)/python -m pytest -m slow tests/test_delta_kills.py
+# README "Reliability": the SIGKILL campaigns as measurements, 20 kills each, with reports
+# (`make test` runs them too: 20 kills through the thrift server, 3 on the embedded session)
+SOAK_KILLS ?= 20
+soak: setup
+	PYTHONPATH=python:. $(BIN)/python -m tests.kill_worker campaign --thrift --kills $(SOAK_KILLS) \
+	  --work /tmp/dbt_ivm_soak_thrift --out benchmark_results/reliability/delta_kills_thrift.md
+	PYTHONPATH=python:. $(BIN)/python -m tests.kill_worker campaign --kills $(SOAK_KILLS) \
+	  --work /tmp/dbt_ivm_soak_embedded --out benchmark_results/reliability/delta_kills.md
 
 # The benchmark (README "Benchmark"): TPC-H SF 0.1, results in benchmark_results/sf0.1.
 # More: make bench BENCH_ARGS="--sf 1 --out benchmark_results/sf1"

@@ -42,6 +42,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from dbt_ivm.spark import ThriftServer, thrift_server
+
 REPO_ROOT = Path(__file__).resolve().parents[1]
 SCHEMA = "kills"
 RAW = "kills_raw"
@@ -131,7 +133,9 @@ def dbt_callback(events: Events) -> Callable[[Any], None]:
     return callback
 
 
-def write_project(project: Path) -> None:
+def write_project(project: Path, thrift: str | None) -> None:
+    """The dbt project of the campaign: `method: session` (the child's own embedded Spark)
+    or `method: thrift` at host:port."""
     (project / "models").mkdir(parents=True, exist_ok=True)
     (project / "dbt_project.yml").write_text(
         textwrap.dedent(
@@ -148,9 +152,11 @@ def write_project(project: Path) -> None:
             """
         )
     )
+    host, port = thrift.rsplit(":", 1) if thrift else ("NA", None)
+    method = f"thrift\n      port: {port}" if port else "session"
     (project / "profiles.yml").write_text(
-        "ivm_kills:\n  target: session\n  outputs:\n    session:\n      type: spark\n"
-        f"      method: session\n      host: NA\n      schema: {SCHEMA}\n      threads: 2\n"
+        "ivm_kills:\n  target: kills\n  outputs:\n    kills:\n      type: spark\n"
+        f"      method: {method}\n      host: {host}\n      schema: {SCHEMA}\n      threads: 2\n"
     )
     (project / "packages.yml").write_text(f"packages:\n  - local: {REPO_ROOT}\n")
     tables = "\n".join(f"      - {{name: {t}, meta: {{ivm: {{unique_key: [id]}}}}}}" for t in TABLES)
@@ -167,13 +173,37 @@ def sql_value(v: Any) -> str:
     return f"'{v}'" if isinstance(v, str) else str(v)
 
 
-def commit_batch(spark: Any, pick: random.Random) -> dict[str, list[list[Any]]]:
+Query = Callable[[str], list[dict[str, Any]]]
+
+
+def spark_query(spark: Any) -> Query:
+    return lambda sql: [r.asDict() for r in spark.sql(sql).collect()]
+
+
+def thrift_query(address: str) -> Query:
+    """Statements through the Spark Thrift Server at host:port (PyHive, as dbt-spark)."""
+    from pyhive import hive
+
+    host, port = address.rsplit(":", 1)
+    cursor = hive.connect(host=host, port=int(port)).cursor()
+
+    def query(sql: str) -> list[dict[str, Any]]:
+        cursor.execute(sql)
+        if not cursor.description:
+            return []
+        names = [d[0] for d in cursor.description]
+        return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+
+    return query
+
+
+def commit_batch(q: Query, pick: random.Random) -> dict[str, list[list[Any]]]:
     """One MERGE per upstream (some batches insert-only): each row is inserted, updated
     or deleted at most once. Returns the operations, per table."""
     insert_only = pick.random() < 0.3
     done: dict[str, list[list[Any]]] = {}
     for table in TABLES:
-        ids = sorted(r[0] for r in spark.sql(f"select id from {RAW}.{table}").collect())
+        ids = sorted(r["id"] for r in q(f"select id from {RAW}.{table}"))
         next_id = (max(ids) if ids else 0) + 1
         ops: list[list[Any]] = []
         for _ in range(pick.randint(0 if table == "customers" else 1, 3)):
@@ -191,7 +221,7 @@ def commit_batch(spark: Any, pick: random.Random) -> dict[str, list[list[Any]]]:
             columns = [c.split()[0] for c in TABLES[table].split(", ")]
             values = ", ".join("(" + ", ".join(sql_value(v) for v in op) + ")" for op in ops)
             sets = ", ".join(f"t.{c} = s.{c}" for c in columns[1:])
-            spark.sql(
+            q(
                 f"merge into {RAW}.{table} t "
                 f"using (select * from values {values} as s(op, {', '.join(columns)})) s "
                 f"on t.id = s.id when matched and s.op = 'delete' then delete "
@@ -203,40 +233,37 @@ def commit_batch(spark: Any, pick: random.Random) -> dict[str, list[list[Any]]]:
     return done
 
 
-def setup_upstreams(spark: Any, pick: random.Random) -> None:
+def setup_upstreams(q: Query, pick: random.Random) -> None:
     for db in (SCHEMA, RAW):
-        spark.sql(f"drop database if exists {db} cascade")
-        spark.sql(f"create database {db}")
+        q(f"drop database if exists {db} cascade")
+        q(f"create database {db}")
     for table, columns in TABLES.items():
-        spark.sql(
+        q(
             f"create table {RAW}.{table} ({columns}) using delta "
             "tblproperties ('delta.enableChangeDataFeed' = 'true')"
         )
     customers = ", ".join(f"({i}, {sql_value(pick.choice(REGIONS))})" for i in range(1, 6))
     orders = ", ".join(f"({i}, {pick.randint(1, 7)}, {sql_value(pick.randint(1, 50))})" for i in range(1, 13))
-    spark.sql(f"insert into {RAW}.customers values {customers}")
-    spark.sql(f"insert into {RAW}.orders values {orders}")
+    q(f"insert into {RAW}.customers values {customers}")
+    q(f"insert into {RAW}.orders values {orders}")
 
 
 WRITES = ("WRITE", "MERGE", "CREATE TABLE AS SELECT", "CREATE OR REPLACE TABLE AS SELECT")
 
 
-def refresh_facts(spark: Any) -> dict[str, Any]:
+def refresh_facts(q: Query) -> dict[str, Any]:
     """Per model: the refresh log since its last 'success' row, each interrupted refresh
     ('started' without 'success') and whether its write committed: a data-changing commit
     of the table after the version its 'started' row recorded and up to the version the
     next 'started' row recorded (only one refresh writes the table at a time)."""
     facts: dict[str, Any] = {}
+    refresh_log(q)
     for model in MODELS:
-        log = spark.sql(
+        log = q(
             f"select refresh_id, status, path, table_version from {SCHEMA}.__ivm_refresh_log "
             f"where model like '%.{model}' order by logged_at"
-        ).collect()
-        writes = [
-            c["version"]
-            for c in spark.sql(f"describe history {SCHEMA}.{model}").collect()
-            if c["operation"] in WRITES
-        ]
+        )
+        writes = [c["version"] for c in q(f"describe history {SCHEMA}.{model}") if c["operation"] in WRITES]
         started = [r for r in log if r["status"] == "started"]
         bounds = {
             r["refresh_id"]: (r["table_version"], nxt["table_version"] if nxt else None)
@@ -254,24 +281,32 @@ def refresh_facts(spark: Any) -> dict[str, Any]:
     return facts
 
 
-def differences(spark: Any, model: str) -> list[dict[str, Any]]:
+def differences(q: Query, model: str) -> list[dict[str, Any]]:
     """Rows on one side only of table vs. definition (multiset); see IvmProject.differences."""
     table, definition = f"{SCHEMA}.{model}", f"{SCHEMA}.__ivm_def__{model}"
-    cols = ", ".join(f"`{c}`" for c in spark.table(table).columns if not c.startswith("__ivm_"))
+    names = [r["col_name"] for r in q(f"show columns in {table}")]
+    cols = ", ".join(f"`{c}`" for c in names if not c.startswith("__ivm_"))
     query = (
         f"select 'table' as side, * from "
         f"(select {cols} from {table} except all select {cols} from {definition}) "
         f"union all select 'definition' as side, * from "
         f"(select {cols} from {definition} except all select {cols} from {table})"
     )
-    return [r.asDict() for r in spark.sql(query).collect()]
+    return q(query)
 
 
-def last_paths(spark: Any) -> dict[str, Any]:
-    rows = spark.sql(
+def refresh_log(q: Query) -> None:
+    """Forget the log's cached file listing: through a thrift server, dbt's sessions
+    rewrote it since this session last read it."""
+    q(f"refresh table {SCHEMA}.__ivm_refresh_log")
+
+
+def last_paths(q: Query) -> dict[str, Any]:
+    refresh_log(q)
+    rows = q(
         f"select model, path, reason from {SCHEMA}.__ivm_refresh_log where status = 'success' "
         "order by logged_at"
-    ).collect()
+    )
     return {r["model"].rsplit(".", 1)[-1]: f"{r['path']}: {r['reason']}" for r in rows}
 
 
@@ -282,30 +317,33 @@ def child_main(args: argparse.Namespace) -> int:
     events = Events(args.events_fd)
     project = Path(args.project)
     pick = random.Random(args.seed * 1000 + args.iteration)
-    spark = local_spark(Path(args.home), SPARK_CONF, delta=True)
+    if args.thrift:
+        q = thrift_query(args.thrift)
+    else:
+        q = spark_query(local_spark(Path(args.home), SPARK_CONF, delta=True))
     dbt = DbtProject(project, project)
     if args.setup:
-        write_project(project)
-        setup_upstreams(spark, pick)
+        write_project(project, args.thrift)
+        setup_upstreams(q, pick)
         dbt.invoke("deps")
     else:
-        events.send("facts", facts=refresh_facts(spark))
+        events.send("facts", facts=refresh_facts(q))
     if args.batch_first:
         # upstreams moved on after the crash: the recovery has a change of its own to apply
-        events.send("batch", ops=commit_batch(spark, pick))
+        events.send("batch", ops=commit_batch(q, pick))
     events.send("recovery-started")
     result = dbt.invoke("run", "--select", "package:ivm_kills", check=False, callbacks=[dbt_callback(events)])
-    diffs = {m: differences(spark, m) for m in MODELS} if result.success else {}
+    diffs = {m: differences(q, m) for m in MODELS} if result.success else {}
     events.send(
         "check",
         run_ok=result.success,
         error=None if result.success else failure_text(result),
         differences=diffs,
-        paths=last_paths(spark) if result.success else {},
+        paths=last_paths(q) if result.success else {},
     )
     if args.final or not result.success:
         return 0
-    events.send("batch", ops=commit_batch(spark, pick))
+    events.send("batch", ops=commit_batch(q, pick))
     events.send("refresh-started")
     result = dbt.invoke("run", "--select", "package:ivm_kills", check=False, callbacks=[dbt_callback(events)])
     events.send("refresh-finished", run_ok=result.success)
@@ -328,9 +366,20 @@ class KillPlan:
 
 @dataclass
 class Campaign:
+    """Kills of `dbt run` processes on the embedded Spark (`thrift` None: each child is
+    Python + its own JVM) or through a Spark Thrift Server (each child is a dbt client;
+    the server outlives it, and the next child starts once the server is idle)."""
+
     work: Path
     seed: int
+    thrift: ThriftServer | None = None
     records: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def pace(self) -> float:
+        """Kill delays scale with how long a refresh takes: a warm server is much faster
+        than a child's cold JVM."""
+        return 0.25 if self.thrift else 1.0
 
     @property
     def home(self) -> Path:
@@ -352,16 +401,16 @@ class Campaign:
                 "recovery",
                 pick.choice(["log-started-end", "write-start"]),
                 pick.choice(committed),
-                pick.uniform(0.0, 0.4),
+                pick.uniform(0.0, 0.4 * self.pace),
             )
         shape = pick.random()
         if shape < 0.2:
-            return KillPlan("refresh", "refresh-started", None, pick.uniform(0.0, 12.0))
+            return KillPlan("refresh", "refresh-started", None, pick.uniform(0.0, 12.0 * self.pace))
         if shape < 0.35:
-            return KillPlan("refresh", "log-started-end", model, pick.uniform(0.0, 1.5))
+            return KillPlan("refresh", "log-started-end", model, pick.uniform(0.0, 1.5 * self.pace))
         if shape < 0.75:
-            return KillPlan("refresh", "write-start", model, pick.uniform(0.0, 2.5))
-        return KillPlan("refresh", "write-end", model, pick.uniform(0.0, 0.6))
+            return KillPlan("refresh", "write-start", model, pick.uniform(0.0, 2.5 * self.pace))
+        return KillPlan("refresh", "write-end", model, pick.uniform(0.0, 0.6 * self.pace))
 
     def run(
         self, kills: int, log: Callable[[str], None] = print, progress: Callable[[], None] | None = None
@@ -413,6 +462,7 @@ class Campaign:
         argv += ["--setup"] if iteration == 0 else []
         argv += ["--final"] if final else []
         argv += ["--batch-first"] if plan and plan.run == "recovery" else []
+        argv += ["--thrift", f"{self.thrift.host}:{self.thrift.port}"] if self.thrift else []
         env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO_ROOT / "python"), str(REPO_ROOT)])}
         with open(self.work / f"child_{iteration:03d}.log", "wb") as out:
             proc = subprocess.Popen(
@@ -474,6 +524,8 @@ class Campaign:
                 raise RuntimeError(f"child {iteration} ran for 10 minutes: see {self.work}")
         proc.wait()
         wait_group_gone(proc.pid)
+        if self.thrift:
+            self.thrift.wait_idle()
         record["returncode"] = proc.returncode
         record["seconds"] = round(time.time() - record["started"], 1)
         if record.get("killed"):
@@ -603,24 +655,33 @@ def summary_line(record: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def markdown(summary: dict[str, Any], seed: int, seconds: float) -> str:
+def markdown(summary: dict[str, Any], seed: int, seconds: float, thrift: bool) -> str:
     s = summary
     phases = "\n".join(
         f"| {m} | " + ", ".join(f"{k}: {v}" for k, v in sorted(p.items())) + " |"
         for m, p in sorted(s["phases"].items())
     )
+    if thrift:
+        how = (
+            "Each kill SIGKILLs a `dbt run` process (`method: thrift`) whose Spark Thrift Server\n"
+            "lives on, as a cluster outlives a dying scheduler worker; the next process starts once\n"
+            "the server is idle, recovers"
+        )
+    else:
+        how = (
+            "Each kill SIGKILLs the whole `dbt run` process group (`method: session`: Python and\n"
+            "the Spark driver's JVM, in the middle of a write or not); the next process recovers"
+        )
+    mode = " --thrift" if thrift else ""
+    command = f"python -m tests.kill_worker campaign{mode} --kills {s['kills']} --seed {seed}"
     return (
-        textwrap.dedent(
+        f"# Delta exactly-once under SIGKILL{' (thrift)' if thrift else ' (embedded session)'}\n\n"
+        f"`{command}` (`make soak`); {s['children']} child processes, {seconds:.0f} s on this machine\n"
+        f"(2 shared cores). {how} and compares every model with its definition recomputed from\n"
+        "scratch. Outcomes from facts only: the refresh log ('started' without 'success') and\n"
+        "the Delta history (commits after the version each 'started' row recorded).\n\n"
+        + textwrap.dedent(
             f"""\
-        # Delta exactly-once under SIGKILL
-
-        `python -m tests.kill_worker campaign --kills {s["kills"]} --seed {seed}` (the test
-        tests/test_delta_kills.py runs the same campaign); {s["children"]} child processes,
-        {seconds:.0f} s on this machine (2 shared cores). Each kill SIGKILLs the whole `dbt run`
-        process group (Python + JVM); the next process recovers and compares every model with
-        its definition recomputed from scratch. Outcomes from facts only: the refresh log
-        ('started' without 'success') and the Delta history (commits after table_version).
-
         | figure | count |
         |---|---|
         | kills (SIGKILL of a live dbt run) | {s["kills"]} |
@@ -660,16 +721,19 @@ def main() -> int:
     child.add_argument("--setup", action="store_true")
     child.add_argument("--final", action="store_true")
     child.add_argument("--batch-first", action="store_true")
+    child.add_argument("--thrift", help="host:port of a Spark Thrift Server (default: embedded Spark)")
     campaign = sub.add_parser("campaign")
     campaign.add_argument("--work", required=True)
     campaign.add_argument("--kills", type=int, default=24)
     campaign.add_argument("--seed", type=int, default=20261123)
     campaign.add_argument("--out")
+    campaign.add_argument("--thrift", action="store_true", help="through a Spark Thrift Server")
     again = sub.add_parser("summarize", help="the figures of a campaign's records.json (e.g. a stopped one)")
     again.add_argument("--work", required=True)
     again.add_argument("--seed", type=int, default=20261123)
     again.add_argument("--seconds", type=float, required=True)
     again.add_argument("--out", required=True)
+    again.add_argument("--thrift", action="store_true", help="the campaign ran through a thrift server")
     args = parser.parse_args()
     if args.command == "child":
         return child_main(args)
@@ -679,7 +743,7 @@ def main() -> int:
         for r in c.records:
             if r.get("killed"):
                 r["phase"] = phase_at_kill(r)
-        Path(args.out).write_text(markdown(c.summary(), args.seed, args.seconds))
+        Path(args.out).write_text(markdown(c.summary(), args.seed, args.seconds, args.thrift))
         print(json.dumps(c.summary(), indent=1))
         return 0
     started = time.time()
@@ -689,9 +753,13 @@ def main() -> int:
         (Path(args.work) / "records.json").write_text(json.dumps(c.records, default=str, indent=1))
         if args.out:
             Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-            Path(args.out).write_text(markdown(c.summary(), args.seed, time.time() - started))
+            Path(args.out).write_text(markdown(c.summary(), args.seed, time.time() - started, args.thrift))
 
-    summary = c.run(args.kills, progress=save)
+    if args.thrift:
+        with thrift_server(c.home, SPARK_CONF, delta=True) as c.thrift:
+            summary = c.run(args.kills, progress=save)
+    else:
+        summary = c.run(args.kills, progress=save)
     print(json.dumps(summary, indent=1))
     return 0
 

@@ -3,6 +3,7 @@ logs, and the differential check (table == definition recomputed from scratch)."
 
 from __future__ import annotations
 
+import os
 import random
 import textwrap
 from collections.abc import Sequence
@@ -11,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from dbt.cli.main import dbtRunnerResult
+from hypothesis import HealthCheck, Phase, settings
 from hypothesis import strategies as st
 from pyspark.sql import SparkSession
 
@@ -254,6 +256,18 @@ def differential_history(
     project.run()
     project.assert_consistent(list(models), "after the first build")
     return history
+
+
+def history_examples(max_examples: int) -> settings:
+    """Hypothesis settings of a differential test over one shared history: each example
+    refreshes every model once, so the count is the test's time budget (make test stays
+    under CI's 45 minutes); no shrinking, as a failing example depends on the history before
+    it, which hypothesis cannot replay. DBT_IVM_EXAMPLES=k runs k times as many."""
+    return settings(
+        max_examples=max_examples * int(os.environ.get("DBT_IVM_EXAMPLES", "1")),
+        suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+        phases=[Phase.explicit, Phase.generate],
+    )
 
 
 def refresh_after_random_batch(

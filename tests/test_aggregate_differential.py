@@ -14,7 +14,7 @@ from __future__ import annotations
 from decimal import Decimal
 
 import pytest
-from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from tests.support import (
@@ -22,6 +22,7 @@ from tests.support import (
     RandomHistory,
     TableSpec,
     differential_history,
+    history_examples,
     refresh_after_random_batch,
 )
 
@@ -119,10 +120,7 @@ def history(project_factory) -> tuple[IvmProject, RandomHistory]:
     )
 
 
-@settings(
-    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
-    phases=[Phase.explicit, Phase.generate],
-)
+@history_examples(14)
 @given(data=st.data())
 def test_aggregate_models_match_definition(
     history: tuple[IvmProject, RandomHistory], data: st.DataObject

@@ -10,12 +10,18 @@ tests fail instead of skipping when they are missing (tests/conftest.py)."""
 from __future__ import annotations
 
 import pytest
-from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from tests import test_aggregate_differential as aggregates
 from tests import test_join_differential as joins
-from tests.support import IvmProject, RandomHistory, differential_history, refresh_after_random_batch
+from tests.support import (
+    IvmProject,
+    RandomHistory,
+    differential_history,
+    history_examples,
+    refresh_after_random_batch,
+)
 
 pytestmark = pytest.mark.usefixtures("delta")
 
@@ -53,11 +59,7 @@ def feed_history(project_factory) -> tuple[IvmProject, RandomHistory]:
 
 # a refresh of all ten models takes several seconds on Delta: fewer examples than the
 # parquet differential tests, which cover the same algorithms
-DELTA_EXAMPLES = settings(
-    max_examples=10,
-    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
-    phases=[Phase.explicit, Phase.generate],
-)
+DELTA_EXAMPLES = history_examples(6)
 
 
 @DELTA_EXAMPLES

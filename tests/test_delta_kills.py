@@ -1,9 +1,13 @@
 """Exactly-once on Delta Lake under crashes.
 
-* test_sigkill_campaign: at least 20 `dbt run` processes SIGKILLed before, during and after
-  the commit of their refresh's one write (MERGE or INSERT); after each, the next process
-  recovers and every model must equal its definition recomputed from scratch (see
-  tests/kill_worker.py, which also writes benchmark_results/reliability/delta_kills.md).
+* test_sigkill_campaign_through_thrift: 20 `dbt run` processes SIGKILLed before, during and
+  after the commit of their refresh's one write (MERGE or INSERT), as dbt clients of a
+  Spark Thrift Server that outlives them (a scheduler's worker dying while the cluster
+  runs on); after each, the next process recovers and every model must equal its
+  definition recomputed from scratch (see tests/kill_worker.py).
+* test_sigkill_campaign_embedded: the same with the embedded session, where a kill also
+  takes the Spark driver (the JVM) down in the middle of a write; each child starts its
+  own JVM, so fewer kills here (`make soak` runs 20 and writes the report).
 * test_refresh_after_two_interrupted_ones: the case the campaign found, in-process and
   deterministic: a refresh that committed without logging 'success', then a refresh
   interrupted before its commit; the next run must continue from the first one's versions.
@@ -13,28 +17,39 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from pyspark.sql import functions as F
 
-from tests.kill_worker import MODELS, TABLES, Campaign
+from dbt_ivm.spark import thrift_server
+from tests.kill_worker import MODELS, SPARK_CONF, TABLES, Campaign
 from tests.support import IvmProject
 
 pytestmark = pytest.mark.usefixtures("delta")
 
-KILLS = 20
+
+def check_campaign(campaign: Campaign, kills: int) -> dict[str, Any]:
+    summary = campaign.run(kills, log=lambda line: None)
+    (campaign.work / "records.json").write_text(json.dumps(campaign.records, default=str))
+    detail = (json.dumps(summary), f"child logs in {campaign.work}")
+    assert summary["kills"] >= kills, detail
+    assert summary["landed"] >= kills // 2, detail
+    assert summary["converged"] == summary["kills"], detail
+    assert summary["log_lost"] == 0, detail
+    return summary
 
 
-@pytest.mark.slow
-def test_sigkill_campaign(tmp_path: Path) -> None:
+def test_sigkill_campaign_through_thrift(tmp_path: Path) -> None:
     campaign = Campaign(tmp_path / "kills", seed=20261123)
-    summary = campaign.run(KILLS, log=lambda line: None)
-    (tmp_path / "kills" / "records.json").write_text(json.dumps(campaign.records, default=str))
-    detail = json.dumps(summary)
-    assert summary["kills"] >= KILLS, detail
-    assert summary["landed"] >= KILLS // 2, detail
-    assert summary["before_commit"] > 0 and summary["after_commit"] > 0, detail
-    assert summary["converged"] == summary["kills"], (detail, f"child logs in {tmp_path / 'kills'}")
+    with thrift_server(campaign.home, SPARK_CONF, delta=True) as campaign.thrift:
+        summary = check_campaign(campaign, 20)
+    # kills landed on both sides of the write's commit
+    assert summary["before_commit"] > 0 and summary["after_commit"] > 0, json.dumps(summary)
+
+
+def test_sigkill_campaign_embedded(tmp_path: Path) -> None:
+    check_campaign(Campaign(tmp_path / "kills", seed=20261124), 3)
 
 
 def delta_upstreams(project: IvmProject) -> None:

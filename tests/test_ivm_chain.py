@@ -14,7 +14,7 @@ with the reason, and an ivm upstream without a row key fails with IVM030.
 from __future__ import annotations
 
 import pytest
-from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from dbt_ivm.changelog import Op
@@ -25,6 +25,7 @@ from tests.support import (
     RandomHistory,
     TableSpec,
     differential_history,
+    history_examples,
     refresh_after_random_batch,
     sources_yaml,
 )
@@ -84,11 +85,7 @@ MODELS = {
         """,
 }
 CHAIN = list(MODELS)
-RUN_SETTINGS = settings(
-    max_examples=4,
-    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
-    phases=[Phase.explicit, Phase.generate],
-)
+RUN_SETTINGS = history_examples(4)
 
 
 def row_key(project: IvmProject, model: str) -> str | None:

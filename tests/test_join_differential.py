@@ -11,7 +11,7 @@ in one `dbt run`. Shrinking is off: a failing example depends on the history bef
 from __future__ import annotations
 
 import pytest
-from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from tests.support import (
@@ -19,6 +19,7 @@ from tests.support import (
     RandomHistory,
     TableSpec,
     differential_history,
+    history_examples,
     refresh_after_random_batch,
 )
 
@@ -80,10 +81,7 @@ def history(project_factory) -> tuple[IvmProject, RandomHistory]:
     return project, differential_history(project, MODELS, TABLES, seed=20261121)
 
 
-@settings(
-    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
-    phases=[Phase.explicit, Phase.generate],
-)
+@history_examples(14)
 @given(data=st.data())
 def test_join_only_models_match_definition(
     history: tuple[IvmProject, RandomHistory], data: st.DataObject

@@ -10,9 +10,18 @@ serves Delta and parquet tables alike.
 
 from __future__ import annotations
 
+import json
 import os
+import socket
+import subprocess
+import time
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
+import pyspark
 from pyspark.sql import SparkSession
 
 SPARK_CONF: dict[str, str] = {
@@ -48,13 +57,10 @@ def delta_conf(jars: Path = DELTA_JARS) -> dict[str, str]:
     return {"spark.jars": ",".join(str(p) for p in found), **DELTA_SQL_CONF}
 
 
-def local_spark(home: Path, extra_conf: dict[str, str] | None = None, delta: bool = False) -> SparkSession:
-    """Start (or reuse) the embedded session with its warehouse and metastore under `home`;
-    delta=True loads Delta Lake (DeltaUnavailable when its jars were not fetched)."""
+def home_conf(home: Path, extra_conf: dict[str, str] | None, delta: bool) -> dict[str, str]:
+    """Settings of a local Spark with its warehouse and Derby metastore under `home`."""
     home.mkdir(parents=True, exist_ok=True)
-    os.environ.setdefault("PYSPARK_PYTHON", "python3")
-    builder = SparkSession.builder.appName("dbt_ivm").enableHiveSupport()
-    conf = {
+    return {
         **SPARK_CONF,
         **({**delta_conf(), **DELTA_LOCAL_CONF} if delta else {}),
         "spark.sql.warehouse.dir": str(home / "spark-warehouse"),
@@ -64,8 +70,100 @@ def local_spark(home: Path, extra_conf: dict[str, str] | None = None, delta: boo
         "spark.driver.extraJavaOptions": f"-Dderby.system.home={home}",
         **(extra_conf or {}),
     }
+
+
+def local_spark(home: Path, extra_conf: dict[str, str] | None = None, delta: bool = False) -> SparkSession:
+    """Start (or reuse) the embedded session with its warehouse and metastore under `home`;
+    delta=True loads Delta Lake (DeltaUnavailable when its jars were not fetched)."""
+    os.environ.setdefault("PYSPARK_PYTHON", "python3")
+    builder = SparkSession.builder.appName("dbt_ivm").enableHiveSupport()
+    conf = home_conf(home, extra_conf, delta)
     for key, value in conf.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     return spark
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@dataclass(frozen=True)
+class ThriftServer:
+    """A Spark Thrift Server on this machine (dbt-spark's `method: thrift`)."""
+
+    host: str
+    port: int
+    ui_port: int
+    process: subprocess.Popen[bytes]
+
+    def running_statements(self) -> int:
+        """SQL executions still running on the server (its UI's REST API)."""
+        base = f"http://{self.host}:{self.ui_port}/api/v1/applications"
+        with urllib.request.urlopen(base, timeout=10) as r:
+            app = json.load(r)[0]["id"]
+        with urllib.request.urlopen(f"{base}/{app}/sql?details=false&length=100000", timeout=10) as r:
+            return sum(1 for e in json.load(r) if e["status"] == "RUNNING")
+
+    def wait_idle(self, timeout: float = 300.0) -> None:
+        """Until no statement runs: those of a killed client finish or are cancelled first."""
+        deadline = time.monotonic() + timeout
+        while self.running_statements():
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"the thrift server on port {self.port} stayed busy for {timeout:.0f} s")
+            time.sleep(0.2)
+
+
+@contextmanager
+def thrift_server(
+    home: Path, extra_conf: dict[str, str] | None = None, delta: bool = False, startup_timeout: float = 180.0
+) -> Iterator[ThriftServer]:
+    """Run pyspark's own HiveThriftServer2 (local[2]) with its warehouse and metastore under
+    `home`, on free ports of 127.0.0.1; its log is `home/thrift-server.log`."""
+    port, ui_port = free_port(), free_port()
+    conf = {
+        **home_conf(home, extra_conf, delta),
+        "spark.ui.enabled": "true",
+        "spark.ui.port": str(ui_port),
+        "spark.hive.server2.thrift.port": str(port),
+        "spark.hive.server2.thrift.bind.host": "127.0.0.1",
+    }
+    if delta:
+        # statements run in the server's own class loader, which sees the driver's class
+        # path but not `spark.jars`
+        conf["spark.driver.extraClassPath"] = conf["spark.jars"].replace(",", os.pathsep)
+    spark_home = Path(pyspark.__file__).parent
+    argv = [str(spark_home / "bin" / "spark-submit"), "--master", str(conf.pop("spark.master"))]
+    argv += ["--class", "org.apache.spark.sql.hive.thriftserver.HiveThriftServer2"]
+    for key, value in conf.items():
+        argv += ["--conf", f"{key}={value}"]
+    env = {**os.environ, "SPARK_HOME": str(spark_home)}
+    with open(home / "thrift-server.log", "wb") as log:
+        process = subprocess.Popen([*argv, "spark-internal"], env=env, stdout=log, stderr=subprocess.STDOUT)
+    server = ThriftServer("127.0.0.1", port, ui_port, process)
+    try:
+        deadline = time.monotonic() + startup_timeout
+        while not port_open(server.host, port):
+            if process.poll() is not None or time.monotonic() > deadline:
+                log = home / "thrift-server.log"
+                raise RuntimeError(
+                    f"the Spark Thrift Server did not start in {startup_timeout:.0f} s: see {log}"
+                )
+            time.sleep(0.5)
+        yield server
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+def port_open(host: str, port: int) -> bool:
+    with socket.socket() as s:
+        s.settimeout(1.0)
+        return s.connect_ex((host, port)) == 0
