@@ -43,6 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from dbt_ivm.spark import ThriftServer, thrift_server
+from tests.support import differences_sql
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 SCHEMA = "kills"
@@ -282,17 +283,8 @@ def refresh_facts(q: Query) -> dict[str, Any]:
 
 
 def differences(q: Query, model: str) -> list[dict[str, Any]]:
-    """Rows on one side only of table vs. definition (multiset); see IvmProject.differences."""
-    table, definition = f"{SCHEMA}.{model}", f"{SCHEMA}.__ivm_def__{model}"
-    names = [r["col_name"] for r in q(f"show columns in {table}")]
-    cols = ", ".join(f"`{c}`" for c in names if not c.startswith("__ivm_"))
-    query = (
-        f"select 'table' as side, * from "
-        f"(select {cols} from {table} except all select {cols} from {definition}) "
-        f"union all select 'definition' as side, * from "
-        f"(select {cols} from {definition} except all select {cols} from {table})"
-    )
-    return q(query)
+    """Rows on one side only of table vs. definition (multiset)."""
+    return q(differences_sql(SCHEMA, model, [r["col_name"] for r in q(f"show columns in {SCHEMA}.{model}")]))
 
 
 def refresh_log(q: Query) -> None:

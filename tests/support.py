@@ -6,13 +6,14 @@ from __future__ import annotations
 import os
 import random
 import textwrap
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import pytest
 from dbt.cli.main import dbtRunnerResult
-from hypothesis import HealthCheck, Phase, settings
+from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 from pyspark.sql import SparkSession
 
@@ -149,16 +150,21 @@ class IvmProject:
 
     def differences(self, model: str) -> list[dict[str, Any]]:
         """Rows on one side only of table vs. definition (multiset), bookkeeping excluded."""
-        table = f"{self.schema}.{model}"
-        definition = f"{self.schema}.__ivm_def__{model}"
-        cols = ", ".join(f"`{c}`" for c in self.spark.table(table).columns if not c.startswith("__ivm_"))
-        only_in_table = f"select {cols} from {table} except all select {cols} from {definition}"
-        only_in_definition = f"select {cols} from {definition} except all select {cols} from {table}"
-        query = (
-            f"select 'table' as side, * from ({only_in_table}) "
-            f"union all select 'definition' as side, * from ({only_in_definition})"
-        )
-        return [r.asDict() for r in self.spark.sql(query).collect()]
+        columns = self.spark.table(f"{self.schema}.{model}").columns
+        return [r.asDict() for r in self.spark.sql(differences_sql(self.schema, model, columns)).collect()]
+
+
+def differences_sql(schema: str, model: str, columns: Sequence[str]) -> str:
+    """Rows on one side only of an ivm table vs. its definition view (multiset), with a
+    `side` column; the package's bookkeeping columns (__ivm_*) are left out."""
+    table, definition = f"{schema}.{model}", f"{schema}.__ivm_def__{model}"
+    cols = ", ".join(f"`{c}`" for c in columns if not c.startswith("__ivm_"))
+    only_in_table = f"select {cols} from {table} except all select {cols} from {definition}"
+    only_in_definition = f"select {cols} from {definition} except all select {cols} from {table}"
+    return (
+        f"select 'table' as side, * from ({only_in_table}) "
+        f"union all select 'definition' as side, * from ({only_in_definition})"
+    )
 
 
 @dataclass(frozen=True)
@@ -258,22 +264,29 @@ def differential_history(
     return history
 
 
-def history_examples(max_examples: int) -> settings:
-    """Hypothesis settings of a differential test over one shared history: each example
-    refreshes every model once, so the count is the test's time budget (make test stays
-    under CI's 45 minutes); no shrinking, as a failing example depends on the history before
-    it, which hypothesis cannot replay. DBT_IVM_EXAMPLES=k runs k times as many."""
-    return settings(
+def differential_test(
+    fixture: str, models: Sequence[str], max_examples: int, paths: tuple[str, ...] | None = None
+) -> Callable[..., None]:
+    """A differential test over the shared history of a module fixture returning
+    (IvmProject, RandomHistory): each generated example commits a random batch, refreshes
+    and compares every model with its definition (and, with `paths`, checks each refresh
+    took one of them). Each example refreshes every model once, so max_examples is the
+    test's time budget (make test stays under CI's 45 minutes); DBT_IVM_EXAMPLES=k runs k
+    times as many. No shrinking: a failing example depends on the history before it, which
+    hypothesis cannot replay."""
+
+    @settings(
         max_examples=max_examples * int(os.environ.get("DBT_IVM_EXAMPLES", "1")),
         suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
         phases=[Phase.explicit, Phase.generate],
     )
+    @given(data=st.data())
+    def test(request: pytest.FixtureRequest, data: st.DataObject) -> None:
+        project, history = request.getfixturevalue(fixture)
+        committed = history.commit_batch(data)
+        project.run()
+        project.assert_consistent(models, f"after the batch {committed}")
+        if paths:
+            assert all(project.last_refresh(m)["path"] in paths for m in models)
 
-
-def refresh_after_random_batch(
-    project: IvmProject, history: RandomHistory, models: Sequence[str], data: Any
-) -> None:
-    """One generated example of a differential test: commit a random batch, refresh, compare."""
-    committed = history.commit_batch(data)
-    project.run()
-    project.assert_consistent(models, f"after the batch {committed}")
+    return test

@@ -14,7 +14,6 @@ from __future__ import annotations
 from decimal import Decimal
 
 import pytest
-from hypothesis import given
 from hypothesis import strategies as st
 
 from tests.support import (
@@ -22,8 +21,7 @@ from tests.support import (
     RandomHistory,
     TableSpec,
     differential_history,
-    history_examples,
-    refresh_after_random_batch,
+    differential_test,
 )
 
 MONEY = [None, Decimal("0.00"), Decimal("1.50"), Decimal("-2.25"), Decimal("10.00"), Decimal("3.33")]
@@ -120,10 +118,4 @@ def history(project_factory) -> tuple[IvmProject, RandomHistory]:
     )
 
 
-@history_examples(14)
-@given(data=st.data())
-def test_aggregate_models_match_definition(
-    history: tuple[IvmProject, RandomHistory], data: st.DataObject
-) -> None:
-    project, upstreams = history
-    refresh_after_random_batch(project, upstreams, list(MODELS), data)
+test_aggregate_models_match_definition = differential_test("history", list(MODELS), max_examples=14)

@@ -10,8 +10,6 @@ tests fail instead of skipping when they are missing (tests/conftest.py)."""
 from __future__ import annotations
 
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
 
 from tests import test_aggregate_differential as aggregates
 from tests import test_join_differential as joins
@@ -19,8 +17,7 @@ from tests.support import (
     IvmProject,
     RandomHistory,
     differential_history,
-    history_examples,
-    refresh_after_random_batch,
+    differential_test,
 )
 
 pytestmark = pytest.mark.usefixtures("delta")
@@ -59,25 +56,10 @@ def feed_history(project_factory) -> tuple[IvmProject, RandomHistory]:
 
 # a refresh of all ten models takes several seconds on Delta: fewer examples than the
 # parquet differential tests, which cover the same algorithms
-DELTA_EXAMPLES = history_examples(6)
-
-
-@DELTA_EXAMPLES
-@given(data=st.data())
-def test_delta_models_match_definition(
-    history: tuple[IvmProject, RandomHistory], data: st.DataObject
-) -> None:
-    project, upstreams = history
-    refresh_after_random_batch(project, upstreams, list(DIFFERENTIAL), data)
-
-
-@DELTA_EXAMPLES
-@given(data=st.data())
-def test_models_over_delta_change_feeds_match_definition(
-    feed_history: tuple[IvmProject, RandomHistory], data: st.DataObject
-) -> None:
-    project, upstreams = feed_history
-    refresh_after_random_batch(project, upstreams, list(DIFFERENTIAL), data)
+test_delta_models_match_definition = differential_test("history", list(DIFFERENTIAL), max_examples=6)
+test_models_over_delta_change_feeds_match_definition = differential_test(
+    "feed_history", list(DIFFERENTIAL), max_examples=6
+)
 
 
 def test_refresh_is_one_commit(history: tuple[IvmProject, RandomHistory]) -> None:

@@ -13,8 +13,9 @@ with the reason, and an ivm upstream without a row key fails with IVM030.
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
-from hypothesis import given
 from hypothesis import strategies as st
 
 from dbt_ivm.changelog import Op
@@ -25,8 +26,7 @@ from tests.support import (
     RandomHistory,
     TableSpec,
     differential_history,
-    history_examples,
-    refresh_after_random_batch,
+    differential_test,
     sources_yaml,
 )
 from tests.test_delta_full import delta_project
@@ -85,7 +85,8 @@ MODELS = {
         """,
 }
 CHAIN = list(MODELS)
-RUN_SETTINGS = history_examples(4)
+# every refresh of the chain is incremental (or has nothing to do): no level rebuilds
+REFRESHED = ("incremental", "no-op")
 
 
 def row_key(project: IvmProject, model: str) -> str | None:
@@ -108,14 +109,7 @@ def delta_chain(project_factory, delta) -> tuple[IvmProject, RandomHistory]:
     return project, differential_history(project, MODELS, TABLES, seed=20261123)
 
 
-@RUN_SETTINGS
-@given(data=st.data())
-def test_delta_chain_matches_definition(
-    delta_chain: tuple[IvmProject, RandomHistory], data: st.DataObject
-) -> None:
-    project, upstreams = delta_chain
-    refresh_after_random_batch(project, upstreams, CHAIN, data)
-    assert all(project.last_refresh(m)["path"] in ("incremental", "no-op") for m in CHAIN)
+test_delta_chain_matches_definition = differential_test("delta_chain", CHAIN, 4, paths=REFRESHED)
 
 
 def test_delta_ivm_table_properties(delta_chain: tuple[IvmProject, RandomHistory]) -> None:
@@ -143,20 +137,41 @@ def test_row_keys_recorded(parquet_chain: tuple[IvmProject, RandomHistory]) -> N
     assert not {"__ivm_changes__l2d", "__ivm_changes__l4"} & tables
 
 
-@RUN_SETTINGS
-@given(data=st.data())
-def test_parquet_chain_matches_definition(
-    parquet_chain: tuple[IvmProject, RandomHistory], data: st.DataObject
-) -> None:
-    project, upstreams = parquet_chain
-    refresh_after_random_batch(project, upstreams, CHAIN, data)
-    assert all(project.last_refresh(m)["path"] in ("incremental", "no-op") for m in CHAIN)
+test_parquet_chain_matches_definition = differential_test("parquet_chain", CHAIN, 4, paths=REFRESHED)
 
 
 def change_bottom(project: IvmProject, history: RandomHistory, new_id: int) -> None:
     """Insert a row into s1 that joins (k = 1), so every level changes."""
     history.tables["s1"].apply([Op("insert", {"id": new_id, "k": 1, "v": 5})])
     history.rows["s1"][new_id] = {"id": new_id, "k": 1, "v": 5}
+
+
+def test_delta_refresh_reads_each_history_once(delta_chain: tuple[IvmProject, RandomHistory]) -> None:
+    """A Delta refresh reads an upstream's history once for the rebuild check and the
+    change-feed check together, and its own table's version without asking its provider."""
+    project, history = delta_chain
+    # rows that join at every level, whatever the history left: l1 to l4 all change
+    for table, row in (("s2", {"id": 90021, "k": 1, "g": "a"}), ("s3", {"id": 90021, "g": "a", "w": 1})):
+        history.tables[table].apply([Op("insert", row)])
+        history.rows[table][row["id"]] = row
+    change_bottom(project, history, 90021)
+    sent: dict[str, list[str]] = {}
+
+    def record(msg: Any) -> None:
+        if msg.info.name == "SQLQuery" and msg.data.node_info.node_name in CHAIN:
+            text = " ".join(msg.data.sql.lower().split())
+            sent.setdefault(msg.data.node_info.node_name, []).append(text[text.find("*/") + 2 :].strip())
+
+    project.dbt.invoke("run", callbacks=[record])
+    paths = {m: (project.last_refresh(m)["path"], project.last_refresh(m)["reason"]) for m in CHAIN}
+    assert all(paths[m][0] == "incremental" for m in ("l2", "l3", "l4")), paths
+    for model, statements in sent.items():
+        histories = [s for s in statements if s.startswith("describe history")]
+        assert len(histories) == len(set(histories)), (model, histories)
+        own = f"describe table extended {project.schema}.{model}"
+        assert own not in statements, (model, statements)
+    # l3 reads the Delta ivm model l2: its whole history once, its latest version once
+    assert sum(s == f"describe history {project.schema}.l2" for s in sent["l3"]) == 1, sent["l3"]
 
 
 @pytest.mark.parametrize("fmt", ["delta", "parquet"])

@@ -11,7 +11,6 @@ in one `dbt run`. Shrinking is off: a failing example depends on the history bef
 from __future__ import annotations
 
 import pytest
-from hypothesis import given
 from hypothesis import strategies as st
 
 from tests.support import (
@@ -19,8 +18,7 @@ from tests.support import (
     RandomHistory,
     TableSpec,
     differential_history,
-    history_examples,
-    refresh_after_random_batch,
+    differential_test,
 )
 
 JOIN_KEY = st.one_of(st.none(), st.integers(0, 2))
@@ -81,10 +79,4 @@ def history(project_factory) -> tuple[IvmProject, RandomHistory]:
     return project, differential_history(project, MODELS, TABLES, seed=20261121)
 
 
-@history_examples(14)
-@given(data=st.data())
-def test_join_only_models_match_definition(
-    history: tuple[IvmProject, RandomHistory], data: st.DataObject
-) -> None:
-    project, upstreams = history
-    refresh_after_random_batch(project, upstreams, list(MODELS), data)
+test_join_only_models_match_definition = differential_test("history", list(MODELS), max_examples=14)

@@ -179,13 +179,15 @@ as {{ build_sql }}
   {{ return(sql) }}
 {% endmacro %}
 
-{#- The latest version of a Delta table, or -1 when `relation` is none or not a Delta table
-    (recorded in the 'started' row of a refresh, see ivm_delta_resolve_interrupted). -#}
+{#- Whether a relation (or none) is a Delta table. -#}
+{% macro ivm_is_delta_table(relation) %}
+  {{ return(relation is not none and relation.type == 'table'
+            and dbt_ivm.ivm_describe_value('describe table extended ' ~ relation, 'Provider') | lower == 'delta') }}
+{% endmacro %}
+
+{#- The latest version of a Delta table (recorded in the 'started' row of a refresh, see
+    ivm_delta_resolve_interrupted). -#}
 {% macro ivm_delta_table_version(relation) %}
-  {%- if relation is none or relation.type != 'table' -%}{{ return(-1) }}{%- endif -%}
-  {%- if dbt_ivm.ivm_describe_value('describe table extended ' ~ relation, 'Provider') | lower != 'delta' -%}
-    {{ return(-1) }}
-  {%- endif -%}
   {%- set rows = run_query('describe history ' ~ relation ~ ' limit 1').rows -%}
   {{ return(rows[0][0] | int if rows else -1) }}
 {% endmacro %}
@@ -220,13 +222,10 @@ as {{ build_sql }}
   {{ return(dbt_ivm.ivm_delta_join_merge_sql(target, target_columns, stage.insert_view, stage.predicates, dbt_ivm.ivm_delta_join_identity(plan, repair))) }}
 {% endmacro %}
 
-{#- Full build of a Delta table: one CREATE OR REPLACE TABLE (a table that is not Delta,
-    e.g. a former parquet generation table, is dropped first). -#}
-{% macro ivm_delta_build(target, existing, build_sql, partition_by, properties={}) %}
-  {%- if existing is not none -%}
-    {%- set provider = dbt_ivm.ivm_describe_value('describe table extended ' ~ existing, 'Provider') if existing.type == 'table' else 'view' -%}
-    {%- if provider | lower != 'delta' -%}{%- do adapter.drop_relation(existing) -%}{%- endif -%}
-  {%- endif -%}
+{#- Full build of a Delta table: one CREATE OR REPLACE TABLE (an existing relation that is
+    not a Delta table, e.g. a former parquet generation table, is dropped first). -#}
+{% macro ivm_delta_build(target, existing, existing_is_delta, build_sql, partition_by, properties={}) %}
+  {%- if existing is not none and not existing_is_delta -%}{%- do adapter.drop_relation(existing) -%}{%- endif -%}
   {%- call statement('main') -%}{{ dbt_ivm.ivm_delta_build_sql(target, build_sql, partition_by, properties) }}{%- endcall -%}
 {% endmacro %}
 

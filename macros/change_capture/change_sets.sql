@@ -135,9 +135,16 @@ where (not f.__ivm_is_new or l.__ivm_is_new)
   {{ return('(select ' ~ cols ~ ' from ' ~ up.relation ~ ' where ' ~ dbt_ivm.ivm_quote(up.watermark) ~ ' <= ' ~ dbt_ivm.ivm_version_literal(up, version, columns) ~ ')') }}
 {% endmacro %}
 
-{#- True when a change log advanced past the versions a refresh fixed at its start. -#}
+{#- The upstreams whose reads may run ahead of the version a refresh fixed: change logs
+    read with the table as it is. Delta change-feed upstreams are read exactly (time
+    travel and table_changes at fixed versions). -#}
+{% macro ivm_read_ahead_upstreams(upstreams) %}
+  {{ return(upstreams | selectattr('kind', 'equalto', 'change_log') | rejectattr('feed', 'equalto', 'delta') | list) }}
+{% endmacro %}
+
+{#- True when a change log read ahead advanced past the versions a refresh fixed at its start. -#}
 {% macro ivm_logs_advanced(upstreams, versions) %}
-  {%- set logged = upstreams | selectattr('kind', 'equalto', 'change_log') | list -%}
+  {%- set logged = dbt_ivm.ivm_read_ahead_upstreams(upstreams) -%}
   {%- if not logged -%}{{ return(false) }}{%- endif -%}
   {%- set now = dbt_ivm.ivm_current_versions(logged) -%}
   {%- for up in logged if now[up.name] != versions[up.name] -%}

@@ -79,27 +79,17 @@
       only when the range starts before the change; a range starting at a replacement
       is read silently with the old rows in the new schema. A replacement with the same
       schema (an upstream ivm model rebuilt) is read correctly (deletes and inserts). -#}
-{% macro ivm_delta_feed_problem(up, after, upto, since=none) %}
-  {{ return(adapter.dispatch('ivm_delta_feed_problem', 'dbt_ivm')(up, after, upto, since)) }}
+{% macro ivm_delta_feed_problem(up, after, upto, since, commits) %}
+  {{ return(adapter.dispatch('ivm_delta_feed_problem', 'dbt_ivm')(up, after, upto, since, commits)) }}
 {% endmacro %}
 
-{% macro default__ivm_delta_feed_problem(up, after, upto, since=none) %}
-  {%- if after is none or upto is none -%}{{ return(none) }}{%- endif -%}
+{% macro default__ivm_delta_feed_problem(up, after, upto, since, commits) %}
   {%- set after = after | int -%}
   {%- set upto = upto | int -%}
   {%- set start = after + 1 -%}
   {%- if start > upto + 1 -%}
     {{ return('DELTA_CDC_START_VERSION_AFTER_LATEST: start version ' ~ start ~ ' is after the latest version ' ~ upto ~ ' of ' ~ up.relation) }}
   {%- endif -%}
-  {#- DESCRIBE cannot be a subquery: read the whole history and pick the columns by name -#}
-  {%- set history = run_query('describe history ' ~ up.relation) -%}
-  {%- set names = history.column_names | map('lower') | list -%}
-  {%- set commits = {} -%}
-  {%- for row in history.rows -%}
-    {%- set params = row[names.index('operationparameters')] -%}
-    {%- do commits.update({row[names.index('version')] | int: {'ts': row[names.index('timestamp')], 'op': row[names.index('operation')] | string,
-        'params': params if params is mapping else {'text': params | string}}}) -%}
-  {%- endfor -%}
   {%- set versions = commits.keys() | sort -%}
   {%- if not versions or versions[0] > start -%}
     {{ return('DELTA_UNSUPPORTED_TIME_TRAVEL_BEYOND_DELETED_FILE_RETENTION_DURATION: the history of ' ~ up.relation
@@ -219,8 +209,9 @@
   {%- for p in plan if p.up.get('feed') == 'delta' -%}
     {%- set after = state.last_success.versions.get(p.up.name) -%}
     {%- set upto = versions_to[p.up.name] -%}
-    {%- if after != upto -%}
-      {%- set rebuilt = dbt_ivm.ivm_delta_rebuilt_at(p.up, after) if p.up.get('ivm_model') else none -%}
+    {%- if after != upto and after is not none and upto is not none -%}
+      {%- set commits = dbt_ivm.ivm_delta_commits(p.up.relation) -%}
+      {%- set rebuilt = dbt_ivm.ivm_delta_rebuilt_at(commits, after) if p.up.get('ivm_model') else none -%}
       {%- if rebuilt is not none -%}
         {#- an ivm upstream's full build is a CREATE OR REPLACE: expected, rebuild, logged -#}
         {%- set reason = 'upstream ' ~ p.up.name ~ ' (an ivm model) was rebuilt in full at its version ' ~ rebuilt
@@ -228,7 +219,7 @@
         {{ log('dbt_ivm: ' ~ model.name ~ ': ' ~ reason, info=true) }}
         {{ return(reason) }}
       {%- endif -%}
-      {%- set problem = dbt_ivm.ivm_delta_feed_problem(p.up, after, upto, state.last_success.get('logged_at')) -%}
+      {%- set problem = dbt_ivm.ivm_delta_feed_problem(p.up, after, upto, state.last_success.get('logged_at'), commits) -%}
       {%- if problem -%}
         {%- set decision = dbt_ivm.ivm_change_feed_decision(model.name, p.up.name, problem, settings.on_change_feed_error) -%}
         {%- if decision.action == 'rebuild' -%}
@@ -242,18 +233,25 @@
   {{ return(none) }}
 {% endmacro %}
 
-{#- The first version after `after` at which a Delta table was replaced (CREATE OR REPLACE,
-    REPLACE TABLE: an ivm model's full build), or none. -#}
-{% macro ivm_delta_rebuilt_at(up, after) %}
-  {%- set history = run_query('describe history ' ~ up.relation) -%}
+{#- The commits of a Delta table, {version: {'ts', 'op', 'params'}}, from one DESCRIBE HISTORY
+    (it cannot be a subquery: the whole history is read and its columns picked by name). -#}
+{% macro ivm_delta_commits(relation) %}
+  {%- set history = run_query('describe history ' ~ relation) -%}
   {%- set names = history.column_names | map('lower') | list -%}
-  {%- set ns = namespace(first=none) -%}
-  {%- for row in history.rows if row[names.index('version')] | int > (after | int) -%}
-    {%- set op = row[names.index('operation')] | string -%}
-    {%- if op.startswith('CREATE OR REPLACE') or op.startswith('REPLACE TABLE') -%}
-      {%- set v = row[names.index('version')] | int -%}
-      {%- if ns.first is none or v < ns.first -%}{%- set ns.first = v -%}{%- endif -%}
-    {%- endif -%}
+  {%- set commits = {} -%}
+  {%- for row in history.rows -%}
+    {%- set params = row[names.index('operationparameters')] -%}
+    {%- do commits.update({row[names.index('version')] | int: {'ts': row[names.index('timestamp')], 'op': row[names.index('operation')] | string,
+        'params': params if params is mapping else {'text': params | string}}}) -%}
   {%- endfor -%}
-  {{ return(ns.first) }}
+  {{ return(commits) }}
+{% endmacro %}
+
+{#- The first version after `after` at which a Delta table was replaced (CREATE OR REPLACE,
+    REPLACE TABLE: an ivm model's full build), or none; commits from ivm_delta_commits. -#}
+{% macro ivm_delta_rebuilt_at(commits, after) %}
+  {%- for v in commits.keys() | sort if v > (after | int) and (commits[v].op.startswith('CREATE OR REPLACE') or commits[v].op.startswith('REPLACE TABLE')) -%}
+    {{ return(v) }}
+  {%- endfor -%}
+  {{ return(none) }}
 {% endmacro %}

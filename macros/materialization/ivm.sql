@@ -68,8 +68,7 @@
   {%- set definition_hash = local_md5(words | join(' ') ~ tojson(declarations) ~ tojson(settings.partition_by) ~ (' delta' if settings.file_format == 'delta' else '')) -%}
   {%- set state = dbt_ivm.ivm_read_state(model.unique_id) -%}
   {%- if settings.file_format == 'delta' and existing is not none and state.get('interrupted') -%}
-    {#- reads are exact (no read-ahead to repair) when no upstream is a plain change log -#}
-    {%- set exact = not (plan | map(attribute='up') | selectattr('kind', 'equalto', 'change_log') | rejectattr('feed', 'equalto', 'delta') | list) -%}
+    {%- set exact = not dbt_ivm.ivm_read_ahead_upstreams(plan | map(attribute='up') | list) -%}
     {%- set state = dbt_ivm.ivm_delta_resolve_interrupted(existing, state, exact) -%}
   {%- endif -%}
   {%- do entry.update({'table_version': dbt_ivm.ivm_table_stamp(started_at, state)}) -%}

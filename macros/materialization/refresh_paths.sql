@@ -66,8 +66,9 @@
     recorded as the table property dbt_ivm.row_key, for ivm models that read this one. -#}
 {% macro ivm_build_full(target, existing, build_sql, definition_sql, settings, entry) %}
   {%- do entry.update({'status': 'started'}) -%}
+  {%- set existing_is_delta = settings.get('file_format') == 'delta' and dbt_ivm.ivm_is_delta_table(existing) -%}
   {%- if settings.get('file_format') == 'delta' -%}
-    {%- do entry.update({'table_version': dbt_ivm.ivm_delta_table_version(existing)}) -%}
+    {%- do entry.update({'table_version': dbt_ivm.ivm_delta_table_version(existing) if existing_is_delta else -1}) -%}
   {%- endif -%}
   {%- do dbt_ivm.ivm_log_refresh(model, target, entry) -%}
   {%- set definition_view = dbt_ivm.ivm_definition_view(target) -%}
@@ -78,7 +79,7 @@
   {%- endif -%}
   {%- set properties = {'dbt_ivm.row_key': row_key | join(',')} if row_key else {} -%}
   {%- if settings.get('file_format') == 'delta' -%}
-    {%- do dbt_ivm.ivm_delta_build(target, existing, build_sql, settings.partition_by, properties) -%}
+    {%- do dbt_ivm.ivm_delta_build(target, existing, existing_is_delta, build_sql, settings.partition_by, properties) -%}
   {%- elif settings.partition_by -%}
     {%- if existing is not none -%}{%- do adapter.drop_relation(existing) -%}{%- endif -%}
     {%- call statement('main') -%}
@@ -246,6 +247,8 @@
   {%- do dbt_ivm.ivm_lap(phases, 'delta', clock) -%}
   {%- do entry.update({'status': 'started', 'path': 'incremental', 'reason': reason, 'changes_logged': settings.get('change_log') is not none}) -%}
   {%- if settings.get('file_format') == 'delta' -%}
+    {#- an incremental refresh of a delta model: its table is Delta (the definition hash
+        covers the format, so a former parquet table was rebuilt) -#}
     {%- do entry.update({'table_version': dbt_ivm.ivm_delta_table_version(target)}) -%}
   {%- endif -%}
   {%- do dbt_ivm.ivm_log_refresh(model, target, entry) -%}
