@@ -11,7 +11,7 @@ import pytest
 from hypothesis import settings
 from pyspark.sql import SparkSession
 
-from dbt_ivm.spark import DeltaUnavailable, delta_conf, local_spark
+from dbt_ivm.spark import DeltaUnavailable, ThriftServer, delta_conf, local_spark, thrift_server
 from tests.support import IvmProject
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -47,6 +47,15 @@ def delta(spark: SparkSession) -> None:
     reason = delta_missing()
     if reason:
         pytest.skip(reason)
+
+
+@pytest.fixture(scope="session")
+def thrift(delta: None, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ThriftServer]:
+    """One Spark Thrift Server (pyspark's own jars, Delta loaded) for the tests that run
+    `dbt run` as separate processes against it, as teams do against a cluster."""
+    conf = {"spark.sql.shuffle.partitions": "1", "spark.databricks.delta.snapshotPartitions": "1"}
+    with thrift_server(tmp_path_factory.mktemp("thrift_home"), conf, delta=True) as server:
+        yield server
 
 
 @pytest.fixture(scope="session")

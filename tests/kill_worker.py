@@ -134,13 +134,18 @@ def dbt_callback(events: Events) -> Callable[[Any], None]:
     return callback
 
 
-def write_project(project: Path, thrift: str | None) -> None:
-    """The dbt project of the campaign: `method: session` (the child's own embedded Spark)
-    or `method: thrift` at host:port."""
+def write_project(
+    project: Path, thrift: str | None, models: dict[str, str] = MODELS, lease_timeout: int = 1
+) -> None:
+    """The dbt project of the campaign (and of the concurrency test, with its models and
+    the default lease timeout): `method: session` (the child's own embedded Spark) or
+    `method: thrift` at host:port. In the campaign a killed refresh's lease is dead at once:
+    the parent starts the next process only after the killed one is gone (and the server
+    idle)."""
     (project / "models").mkdir(parents=True, exist_ok=True)
     (project / "dbt_project.yml").write_text(
         textwrap.dedent(
-            """\
+            f"""\
             name: ivm_kills
             version: "1.0"
             config-version: 2
@@ -150,11 +155,13 @@ def write_project(project: Path, thrift: str | None) -> None:
               ivm_kills:
                 # tiny tables: every batch is a large share of them
                 +ivm_rebuild_above: false
+                +ivm_lease_timeout: {lease_timeout}
             """
         )
     )
     host, port = thrift.rsplit(":", 1) if thrift else ("NA", None)
-    method = f"thrift\n      port: {port}" if port else "session"
+    # dbt-spark polls a statement still running every poll_interval seconds (5 by default)
+    method = f"thrift\n      port: {port}\n      poll_interval: 1" if port else "session"
     (project / "profiles.yml").write_text(
         "ivm_kills:\n  target: kills\n  outputs:\n    kills:\n      type: spark\n"
         f"      method: {method}\n      host: {host}\n      schema: {SCHEMA}\n      threads: 2\n"
@@ -164,7 +171,7 @@ def write_project(project: Path, thrift: str | None) -> None:
     (project / "models" / "sources.yml").write_text(
         f"version: 2\nsources:\n  - name: shop\n    schema: {RAW}\n    tables:\n{tables}\n"
     )
-    for name, sql in MODELS.items():
+    for name, sql in models.items():
         (project / "models" / f"{name}.sql").write_text(textwrap.dedent(sql))
 
 
@@ -258,7 +265,6 @@ def refresh_facts(q: Query) -> dict[str, Any]:
     of the table after the version its 'started' row recorded and up to the version the
     next 'started' row recorded (only one refresh writes the table at a time)."""
     facts: dict[str, Any] = {}
-    refresh_log(q)
     for model in MODELS:
         log = q(
             f"select refresh_id, status, path, table_version from {SCHEMA}.__ivm_refresh_log "
@@ -287,14 +293,7 @@ def differences(q: Query, model: str) -> list[dict[str, Any]]:
     return q(differences_sql(SCHEMA, model, [r["col_name"] for r in q(f"show columns in {SCHEMA}.{model}")]))
 
 
-def refresh_log(q: Query) -> None:
-    """Forget the log's cached file listing: through a thrift server, dbt's sessions
-    rewrote it since this session last read it."""
-    q(f"refresh table {SCHEMA}.__ivm_refresh_log")
-
-
 def last_paths(q: Query) -> dict[str, Any]:
-    refresh_log(q)
     rows = q(
         f"select model, path, reason from {SCHEMA}.__ivm_refresh_log where status = 'success' "
         "order by logged_at"

@@ -135,11 +135,11 @@ class IvmProject:
         """Append a copy of a refresh's 'success' log row with another status: the state a
         crash leaves behind, for the repair tests."""
         log = f"{self.schema}.__ivm_refresh_log"
-        columns = [c for c in self.spark.table(log).columns if c not in ("status", "logged_at")]
+        columns = [c for c in self.spark.table(log).columns if c not in ("status", "logged_at", "event")]
         copied = ", ".join(f"'{status}' as status" if c == "status" else c for c in ["status", *columns])
         self.spark.sql(
-            f"insert into {log} ({', '.join(['status', *columns, 'logged_at'])}) "
-            f"select {copied}, current_timestamp() from {log} "
+            f"insert into {log} ({', '.join(['status', *columns, 'logged_at', 'event'])}) "
+            f"select {copied}, current_timestamp(), concat('{status}:', refresh_id) from {log} "
             f"where refresh_id = '{refresh_id}' and status = 'success'"
         )
 

@@ -22,8 +22,8 @@ from typing import Any
 import pytest
 from pyspark.sql import functions as F
 
-from dbt_ivm.spark import thrift_server
-from tests.kill_worker import MODELS, SPARK_CONF, TABLES, Campaign
+from dbt_ivm.spark import ThriftServer
+from tests.kill_worker import MODELS, TABLES, Campaign
 from tests.support import IvmProject
 
 pytestmark = pytest.mark.usefixtures("delta")
@@ -40,10 +40,8 @@ def check_campaign(campaign: Campaign, kills: int) -> dict[str, Any]:
     return summary
 
 
-def test_sigkill_campaign_through_thrift(tmp_path: Path) -> None:
-    campaign = Campaign(tmp_path / "kills", seed=20261123)
-    with thrift_server(campaign.home, SPARK_CONF, delta=True) as campaign.thrift:
-        summary = check_campaign(campaign, 20)
+def test_sigkill_campaign_through_thrift(tmp_path: Path, thrift: ThriftServer) -> None:
+    summary = check_campaign(Campaign(tmp_path / "kills", seed=20261123, thrift=thrift), 20)
     # kills landed on both sides of the write's commit
     assert summary["before_commit"] > 0 and summary["after_commit"] > 0, json.dumps(summary)
 
@@ -81,16 +79,16 @@ def test_refresh_after_two_interrupted_ones(project_factory) -> None:
     log = f"{project.schema}.__ivm_refresh_log"
     a = {m: project.last_refresh(m)["refresh_id"] for m in models}
     assert all(project.last_refresh(m)["path"] == "incremental" for m in models)
-    spark.sql(
-        f"insert overwrite table {log} select * from {log} "
-        f"where not (status = 'success' and refresh_id in ({', '.join(repr(i) for i in a.values())}))"
-    )
+    # each log row is a partition (model, event)
+    rows = [f"partition (model = '{i.split(':', 1)[1]}', event = 'success:{i}')" for i in a.values()]
+    spark.sql(f"alter table {log} drop {', '.join(rows)}")
     # refresh B logs 'started' and "dies" before its write commits
     started = spark.table(log).where(
         F.col("refresh_id").isin(list(a.values())) & (F.col("status") == "started")
     )
     assert started.count() == len(models)
     rows = started.withColumn("refresh_id", F.concat(F.lit("killed-before-commit:"), F.col("refresh_id")))
+    rows = rows.withColumn("event", F.concat(F.lit("started:"), F.col("refresh_id")))
     rows.withColumn("logged_at", F.current_timestamp()).write.insertInto(log)
     # the next run must neither re-apply A (its commit is the table's last) nor lose it
     spark.sql(f"delete from {project.raw}.orders where id = 1")

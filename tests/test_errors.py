@@ -140,6 +140,11 @@ def failures(project_factory) -> dict[str, str]:
         "models/bad_threshold.sql",
         f"{{{{ config(materialized='ivm', ivm_rebuild_above=true) }}}}\nselect order_id from {ORDERS}\n",
     )
+    for key, value in (("ivm_lease_wait", "-1"), ("ivm_lease_timeout", "0")):
+        project.write(
+            f"models/bad_{key}.sql",
+            f"{{{{ config(materialized='ivm', {key}={value}) }}}}\nselect order_id from {ORDERS}\n",
+        )
     return project.run_failures("--exclude", "ivm_refresh_log")
 
 
@@ -162,3 +167,14 @@ def test_rebuild_threshold_must_be_a_number_not_true(failures: dict[str, str]) -
     """true would otherwise count as the number 1 (Jinja's number test accepts booleans)."""
     assert "Model 'bad_threshold': ivm_rebuild_above must be a positive number" in failures["bad_threshold"]
     assert "got 'True'" in failures["bad_threshold"]
+
+
+def test_lease_settings_must_be_seconds(failures: dict[str, str]) -> None:
+    assert (
+        "Model 'bad_ivm_lease_wait': ivm_lease_wait must be a number of seconds (0: do not wait), got '-1'"
+        in failures["bad_ivm_lease_wait"]
+    )
+    assert (
+        "Model 'bad_ivm_lease_timeout': ivm_lease_timeout must be a number of seconds above 0, got '0'"
+        in failures["bad_ivm_lease_timeout"]
+    )

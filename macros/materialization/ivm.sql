@@ -13,16 +13,20 @@
   {%- set writes_log = dbt_ivm.ivm_writes_change_log(model, settings) -%}
   {%- do settings.update({'change_log': dbt_ivm.ivm_change_log_relation(target_relation) if writes_log else none}) -%}
 
+  {%- if analysis.issues and settings.on_unsupported != 'full_rebuild' -%}
+    {{ exceptions.raise_compiler_error(dbt_ivm.ivm_format_issues(model.name, analysis.issues)) }}
+  {%- endif -%}
+  {#- one refresh of a table at a time: the state is read, and the table written, under the lease -#}
+  {%- set lease = dbt_ivm.ivm_acquire_lease(model, target_relation, entry.refresh_id, settings) -%}
+
   {%- if analysis.issues -%}
-    {%- if settings.on_unsupported != 'full_rebuild' -%}
-      {{ exceptions.raise_compiler_error(dbt_ivm.ivm_format_issues(model.name, analysis.issues)) }}
-    {%- endif -%}
     {%- set codes = analysis.issues | map(attribute='code') | unique | join(', ') -%}
     {%- do entry.update({'path': 'full', 'reason': 'not maintainable (' ~ codes ~ '); ivm_on_unsupported=full_rebuild',
                          'table_version': dbt_ivm.ivm_table_stamp(started_at, none)}) -%}
     {{ log('dbt_ivm: ' ~ model.name ~ ' cannot be maintained incrementally (' ~ codes ~ '): rebuilding it in full as ivm_on_unsupported=full_rebuild asks', info=true) }}
     {{ run_hooks(pre_hooks) }}
     {%- do dbt_ivm.ivm_build_full(target_relation, existing, sql, sql, settings, entry) -%}
+    {%- do dbt_ivm.ivm_drop_lease(lease) -%}
     {{ run_hooks(post_hooks) }}
     {{ return({'relations': [target_relation]}) }}
   {%- endif -%}
@@ -104,6 +108,7 @@
     {%- do dbt_ivm.ivm_build_full(target_relation, existing, dbt_ivm.ivm_fill_relations(template, relations), sql, settings, entry) -%}
   {%- endif -%}
 
+  {%- do dbt_ivm.ivm_drop_lease(lease) -%}
   {{ run_hooks(post_hooks) }}
   {{ return({'relations': [target_relation]}) }}
 {% endmaterialization %}

@@ -20,9 +20,15 @@
   {%- if rebuild_above is not none and rebuild_above is not false and (rebuild_above is sameas true or rebuild_above is not number or rebuild_above <= 0) -%}
     {{ exceptions.raise_compiler_error("Model '" ~ model.name ~ "': ivm_rebuild_above must be a positive number (changed rows as a fraction of the changed upstreams' rows, e.g. 0.05) or false to never rebuild for size, got '" ~ rebuild_above ~ "'.") }}
   {%- endif -%}
-  {{ return({'on_unsupported': on_unsupported, 'partition_by': partition_by | map('lower') | list,
-             'rebuild_above': rebuild_above or none, 'file_format': file_format,
-             'on_change_feed_error': on_feed_error}) }}
+  {%- set settings = {'lease_wait': config.get('ivm_lease_wait', 0), 'lease_timeout': config.get('ivm_lease_timeout', 3600)} -%}
+  {%- for key, value in settings.items() if value is sameas true or value is not number or value < 0 or (key == 'lease_timeout' and value == 0) -%}
+    {{ exceptions.raise_compiler_error("Model '" ~ model.name ~ "': ivm_" ~ key ~ ' must be a number of seconds'
+        ~ (' above 0' if key == 'lease_timeout' else ' (0: do not wait)') ~ ", got '" ~ value ~ "'.") }}
+  {%- endfor -%}
+  {%- do settings.update({'on_unsupported': on_unsupported, 'partition_by': partition_by | map('lower') | list,
+                          'rebuild_above': rebuild_above or none, 'file_format': file_format,
+                          'on_change_feed_error': on_feed_error}) -%}
+  {{ return(settings) }}
 {% endmacro %}
 
 {#- Columns of an upstream, after checking that it and its change log exist. -#}

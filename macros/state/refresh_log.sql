@@ -3,7 +3,10 @@
     upstream versions of a model are the versions_to of its latest 'success' row. A
     'started' row with nothing after it marks an interrupted refresh, and a 'success' row
     with logs_advanced marks a refresh during which an upstream change log advanced: in
-    both cases the next run re-applies by key (idempotent) instead of appending. -#}
+    both cases the next run re-applies by key (idempotent) instead of appending.
+    Each row is its own partition (model, event), written by a dynamic partition overwrite
+    that adds that one partition: no row is ever rewritten (a reader never sees a file
+    vanish, a kill loses no history), and concurrent appends are staged apart. -#}
 
 {% macro ivm_refresh_log_relation() %}
   {%- set state_schema = var('dbt_ivm_state_schema', none) or target.schema -%}
@@ -17,19 +20,38 @@
 {% macro default__ivm_ensure_refresh_log() %}
   {%- set log = dbt_ivm.ivm_refresh_log_relation() -%}
   {%- do run_query('create schema if not exists ' ~ log.without_identifier()) -%}
-  {%- do run_query('create table if not exists ' ~ log ~ ' (' ~ dbt_ivm.ivm_refresh_log_columns() | join(', ') ~ ', model string)
-      using parquet partitioned by (model) options (partitionOverwriteMode \'dynamic\')') -%}
-  {#- a log created by an older version of the package gains the columns added since -#}
   {%- set have = adapter.get_columns_in_relation(log) | map(attribute='name') | map('lower') | list -%}
-  {%- set missing = [] -%}
-  {%- for c in dbt_ivm.ivm_refresh_log_columns() if c.split(' ')[0] not in have -%}{%- do missing.append(c) -%}{%- endfor -%}
-  {%- if missing -%}
-    {%- do run_query('alter table ' ~ log ~ ' add columns (' ~ missing | join(', ') ~ ')') -%}
+  {%- if have and 'event' not in have -%}
+    {#- a log of an older version of the package (one partition per model, rewritten on
+        every append): moved into the append-only layout, one partition per row -#}
+    {%- set old = log.incorporate(path={'identifier': '__ivm_refresh_log_before_events'}) -%}
+    {%- do run_query('alter table ' ~ log ~ ' rename to ' ~ old) -%}
+    {%- do dbt_ivm._ivm_create_refresh_log(log) -%}
+    {%- set columns = [] -%}
+    {%- for c in dbt_ivm.ivm_refresh_log_columns() -%}
+      {%- do columns.append(c.split(' ')[0] if c.split(' ')[0] in have else 'cast(null as ' ~ c.split(' ', 1)[1] ~ ')') -%}
+    {%- endfor -%}
+    {%- do run_query('insert overwrite table ' ~ log ~ ' select ' ~ columns | join(', ') ~ ", model, concat(status, ':', refresh_id) from " ~ old) -%}
+    {%- do run_query('drop table ' ~ old) -%}
+  {%- elif not have -%}
+    {%- do dbt_ivm._ivm_create_refresh_log(log) -%}
+  {%- else -%}
+    {#- a log created by an older version of the package gains the columns added since -#}
+    {%- set missing = [] -%}
+    {%- for c in dbt_ivm.ivm_refresh_log_columns() if c.split(' ')[0] not in have -%}{%- do missing.append(c) -%}{%- endfor -%}
+    {%- if missing -%}
+      {%- do run_query('alter table ' ~ log ~ ' add columns (' ~ missing | join(', ') ~ ')') -%}
+    {%- endif -%}
   {%- endif -%}
   {{ return(log) }}
 {% endmacro %}
 
-{#- Columns of the refresh log before the partition column `model`. -#}
+{% macro _ivm_create_refresh_log(log) %}
+  {%- do run_query('create table if not exists ' ~ log ~ ' (' ~ dbt_ivm.ivm_refresh_log_columns() | join(', ') ~ ', model string, event string)
+      using parquet partitioned by (model, event) options (partitionOverwriteMode \'dynamic\')') -%}
+{% endmacro %}
+
+{#- Columns of the refresh log before its partition columns `model` and `event`. -#}
 {% macro ivm_refresh_log_columns() %}
   {{ return(['refresh_id string', 'relation string', 'status string', 'path string', 'reason string',
              'started_at timestamp', 'logged_at timestamp', 'duration_s double',
@@ -105,10 +127,39 @@
       dbt_ivm.ivm_string_literal(entry.get('definition_hash')), dbt_ivm.ivm_string_literal(entry.get('message')),
       dbt_ivm.ivm_map_literal(entry.get('phase_s', {}), 'double'),
       'cast(' ~ (entry.get('table_version') if entry.get('table_version') is not none else 'null') ~ ' as bigint)',
-      'true' if entry.get('changes_logged') else 'false', model_id] -%}
-  {#- rewrite this model's partition only: concurrent refreshes of other models write
-      other partitions, each staged in its own directory -#}
-  {%- do run_query('insert overwrite table ' ~ log ~ ' select * from ' ~ log ~ ' where model = ' ~ model_id ~ ' union all select ' ~ values | join(', ')) -%}
+      'true' if entry.get('changes_logged') else 'false', model_id,
+      dbt_ivm.ivm_string_literal(entry.status ~ ':' ~ entry.refresh_id)] -%}
+  {#- a dynamic partition overwrite that adds this row's own partition: an append, staged
+      in a directory of its own (a plain INSERT INTO stages in the table's shared
+      _temporary directory, which concurrent appends delete under each other) -#}
+  {%- do run_query('insert overwrite table ' ~ log ~ ' select ' ~ values | join(', ')) -%}
+{% endmacro %}
+
+{#- Merge the log rows older than each model's latest 'success' row into one partition per
+    model (the history is kept, in fewer files). Run it when no refresh is running:
+    dbt run-operation dbt_ivm.ivm_compact_refresh_log -#}
+{% macro ivm_compact_refresh_log() %}
+  {{ return(adapter.dispatch('ivm_compact_refresh_log', 'dbt_ivm')()) }}
+{% endmacro %}
+
+{% macro default__ivm_compact_refresh_log() %}
+  {%- set log_table = dbt_ivm.ivm_ensure_refresh_log() -%}
+  {%- set old = run_query('select l.model, l.event, count(*) from ' ~ log_table ~ ' l join (select model, max(logged_at) as last_success from ' ~ log_table ~ "
+      where status = 'success' group by model) s on l.model = s.model group by l.model, l.event having max(l.logged_at) < max(s.last_success)
+      order by l.model, l.event").rows -%}
+  {%- set columns = [] -%}
+  {%- for c in dbt_ivm.ivm_refresh_log_columns() -%}{%- do columns.append(c.split(' ')[0]) -%}{%- endfor -%}
+  {%- set compacted = dbt_ivm.ivm_string_literal('compacted:' ~ invocation_id) -%}
+  {%- for model, events in old | groupby(0) if events | length > 1 -%}
+    {%- set names = [] -%}
+    {%- for e in events -%}{%- do names.append(dbt_ivm.ivm_string_literal(e[1])) -%}{%- endfor -%}
+    {%- do run_query('insert overwrite table ' ~ log_table ~ ' select ' ~ columns | join(', ') ~ ', model, ' ~ compacted ~ ' from ' ~ log_table
+        ~ ' where model = ' ~ dbt_ivm.ivm_string_literal(model) ~ ' and event in (' ~ names | join(', ') ~ ')') -%}
+    {%- set specs = [] -%}
+    {%- for n in names -%}{%- do specs.append('partition (model = ' ~ dbt_ivm.ivm_string_literal(model) ~ ', event = ' ~ n ~ ')') -%}{%- endfor -%}
+    {%- do run_query('alter table ' ~ log_table ~ ' drop if exists ' ~ specs | join(', ')) -%}
+    {{ log('dbt_ivm: compacted ' ~ events | map(attribute=2) | sum ~ ' refresh log rows of ' ~ model ~ ' (' ~ events | length ~ ' partitions) into one', info=true) }}
+  {%- endfor -%}
 {% endmacro %}
 
 {% macro ivm_string_literal(value) %}
