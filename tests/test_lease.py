@@ -1,7 +1,7 @@
 """The refresh lease (macros/state/lease.sql): a refresh of a table while another holds its
 lease fails naming the holder and changes nothing, or waits; a lease older than
-ivm_lease_timeout is taken over; a failed refresh's lease is dropped by on-run-end; a
-killed one is released by the ivm_release_lease operation."""
+ivm_lease_timeout is taken over; a failed refresh's lease is freed by on-run-end; a
+killed one is freed by the ivm_release_lease operation."""
 
 from __future__ import annotations
 
@@ -31,33 +31,40 @@ def shop(project_factory) -> tuple[IvmProject, ChangeLoggedTable]:
     return project, orders
 
 
-def leases(project: IvmProject) -> list[str]:
-    found = project.spark.sql(f"show tables in {project.schema} like '__ivm_lease__*'").collect()
-    return [r["tableName"] for r in found]
+def lease(project: IvmProject) -> tuple[int, str | None]:
+    """(newest generation, its holder when it is held) of the facts table's lease."""
+    prefix = f"__ivm_lease__{project.schema}__facts__g"
+    found = project.spark.sql(f"show tables in {project.schema} like '{prefix}*'").collect()
+    top = max((int(r["tableName"][len(prefix):]) for r in found), default=0)
+    if top % 2 == 0:
+        return top, None
+    properties = project.spark.sql(f"show tblproperties {project.schema}.{prefix}{top}").collect()
+    return top, {r["key"]: r["value"] for r in properties}["dbt_ivm.holder"]
 
 
-def hold(project: IvmProject, holder: str, age_s: float, generation: int = 1) -> str:
-    """A lease of the facts table held by someone else since age_s seconds ago."""
+def hold(project: IvmProject, holder: str, age_s: float) -> int:
+    """The facts table's lease, taken by someone else age_s seconds ago; its generation."""
     since = (datetime.now(timezone.utc) - timedelta(seconds=age_s)).strftime("%Y-%m-%dT%H:%M:%S")
-    name = f"__ivm_lease__{project.schema}__facts__g{generation}"
+    generation = lease(project)[0] + 1
     project.spark.sql(
-        f"create table {project.schema}.{name} (holder string) stored as textfile "
-        f"tblproperties ('dbt_ivm.holder' = '{holder}', 'dbt_ivm.since' = '{since}')"
+        f"create table {project.schema}.__ivm_lease__{project.schema}__facts__g{generation} (holder string) "
+        f"stored as textfile tblproperties ('dbt_ivm.holder' = '{holder}', 'dbt_ivm.since' = '{since}')"
     )
-    return name
+    return generation
 
 
-def test_refresh_drops_its_lease(shop) -> None:
+def test_refresh_frees_its_lease(shop) -> None:
     project, orders = shop
+    before = lease(project)[0]
     orders.apply([Op("insert", {"order_id": 2, "amount": 2.0})])
     project.run()
-    assert leases(project) == []
+    assert lease(project) == (before + 2, None), "taken (odd) then freed (even)"
     project.assert_consistent(["facts"], "after a refresh")
 
 
 def test_held_lease_fails_naming_the_holder_and_changes_nothing(shop) -> None:
     project, orders = shop
-    name = hold(project, "other-run:model.x.facts", age_s=5)
+    generation = hold(project, "other-run:model.x.facts", age_s=5)
     rows_before = project.spark.table(f"{project.schema}.facts").count()
     log_before = len(project.refresh_log("facts"))
     orders.apply([Op("insert", {"order_id": 3, "amount": 3.0})])
@@ -66,37 +73,41 @@ def test_held_lease_fails_naming_the_holder_and_changes_nothing(shop) -> None:
     assert "ivm_release_lease" in error and "ivm_lease_wait" in error, error
     assert project.spark.table(f"{project.schema}.facts").count() == rows_before
     assert len(project.refresh_log("facts")) == log_before
-    assert leases(project) == [name]  # someone else's lease: on-run-end leaves it
+    assert lease(project) == (generation, "other-run:model.x.facts"), "someone else's lease: on-run-end leaves it"
     project.dbt.invoke("run-operation", "dbt_ivm.ivm_release_lease", "--args", "{model: facts}")
-    assert leases(project) == []
+    assert lease(project) == (generation + 1, None)
     project.run()
     project.assert_consistent(["facts"], "after the lease was released")
 
 
 def test_dead_lease_is_taken_over_after_waiting(shop) -> None:
     """Held since 'now' with a 6 s timeout: a run that waits up to 20 s sees it expire and
-    takes it over as generation 2."""
+    takes it over with the odd generation after next."""
     project, orders = shop
-    hold(project, "killed-run:model.x.facts", age_s=0)
+    generation = hold(project, "killed-run:model.x.facts", age_s=0)
     orders.apply([Op("update", {"order_id": 1, "amount": 10.0})])
     project.run("--vars", "{lease_timeout: 6, lease_wait: 20}")
-    assert leases(project) == []
+    assert lease(project) == (generation + 3, None)
     assert project.last_refresh("facts")["path"] == "incremental"
     project.assert_consistent(["facts"], "after taking over a dead lease")
 
 
-def test_failed_refresh_lease_is_dropped_at_run_end(shop) -> None:
+def test_failed_refresh_lease_is_freed_at_run_end_and_old_generations_dropped(shop) -> None:
     project, _ = shop
     dbt_log = project.root / "logs" / "dbt.log"
     logged = dbt_log.stat().st_size
     log, away = f"{project.raw}.orders_changes", f"{project.raw}.orders_changes_away"
     project.spark.sql(f"alter table {log} rename to {away}")
     try:
+        before = lease(project)[0]
         error = project.run_error("--select", "facts")
         assert "IVM032" in error, error
         with dbt_log.open() as f:
             f.seek(logged)
             assert "stored as textfile" in f.read(), "the refresh failed before taking its lease"
-        assert leases(project) == []
+        assert lease(project) == (before + 2, None)
+        prefix = f"__ivm_lease__{project.schema}__facts__g"
+        kept = project.spark.sql(f"show tables in {project.schema} like '{prefix}*'").collect()
+        assert sorted(int(r["tableName"][len(prefix):]) for r in kept) == list(range(before - 1, before + 3)), "the four newest kept"
     finally:
         project.spark.sql(f"alter table {away} rename to {log}")

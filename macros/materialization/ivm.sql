@@ -26,7 +26,7 @@
     {{ log('dbt_ivm: ' ~ model.name ~ ' cannot be maintained incrementally (' ~ codes ~ '): rebuilding it in full as ivm_on_unsupported=full_rebuild asks', info=true) }}
     {{ run_hooks(pre_hooks) }}
     {%- do dbt_ivm.ivm_build_full(target_relation, existing, sql, sql, settings, entry) -%}
-    {%- do dbt_ivm.ivm_drop_lease(lease) -%}
+    {%- do dbt_ivm.ivm_release_lease_generation(lease, entry.refresh_id) -%}
     {{ run_hooks(post_hooks) }}
     {{ return({'relations': [target_relation]}) }}
   {%- endif -%}
@@ -108,7 +108,7 @@
     {%- do dbt_ivm.ivm_build_full(target_relation, existing, dbt_ivm.ivm_fill_relations(template, relations), sql, settings, entry) -%}
   {%- endif -%}
 
-  {%- do dbt_ivm.ivm_drop_lease(lease) -%}
+  {%- do dbt_ivm.ivm_release_lease_generation(lease, entry.refresh_id) -%}
   {{ run_hooks(post_hooks) }}
   {{ return({'relations': [target_relation]}) }}
 {% endmaterialization %}

@@ -1,114 +1,140 @@
 {#- The refresh lease: at most one refresh of a model at a time, across processes and
-    machines. A lease is an empty Hive-format table in the state schema,
-    __ivm_lease__<schema>__<table>__g<generation>, whose properties name its holder (the
-    refresh id) and since when (UTC). Taking it is CREATE TABLE IF NOT EXISTS, which the
-    metastore performs atomically (of two creators exactly one creates the table, the other
-    is told it exists and does nothing), followed by reading who holds it. A lease older
-    than ivm_lease_timeout is presumed dead (its holder was killed) and taken over by
-    creating the next generation the same way; the newest generation is the lease. The
-    refresh drops its lease at its end, and the on-run-end hook drops the leases of the
-    refreshes of its invocation that failed. -#}
+    machines. A lease generation is an empty Hive-format table in the state schema,
+    __ivm_lease__<schema>__<table>__g<n>. The newest generation decides: odd means held by
+    the holder named in its properties (refresh id, since when, UTC), even means free.
+    Taking the lease is CREATE TABLE IF NOT EXISTS of the next odd generation, which the
+    metastore performs atomically (of two creators exactly one creates it, the other is told
+    it exists and does nothing), followed by reading that table's holder; releasing it is
+    creating the even generation after it. A lease held longer than ivm_lease_timeout is
+    presumed dead (its holder was killed) and taken over by creating the odd generation
+    after next the same way. Properties are only ever read from a table by its exact name,
+    and a generation is dropped only when four newer ones exist, so no reader sees a table
+    vanish under it. -#}
 
 {% macro ivm_lease_prefix(target_relation) %}
   {%- set key = (target_relation.schema ~ '__' ~ target_relation.identifier) | lower -%}
   {{ return('__ivm_lease__' ~ modules.re.sub('[^a-z0-9_]', '_', key) ~ '__g') }}
 {% endmacro %}
 
-{#- {generation: {'holder', 'since' (datetime, UTC), 'name'}} of the leases whose names match
-    the pattern (SHOW TABLES syntax: * is any string). -#}
-{% macro ivm_read_leases(pattern) %}
-  {{ return(adapter.dispatch('ivm_read_leases', 'dbt_ivm')(pattern)) }}
+{#- {prefix: [generations]} of the lease tables whose names match the SHOW TABLES pattern
+    (`*` is any string); names only, so tables dropped meanwhile cannot fail it. -#}
+{% macro ivm_lease_generations(pattern) %}
+  {{ return(adapter.dispatch('ivm_lease_generations', 'dbt_ivm')(pattern)) }}
 {% endmacro %}
 
-{% macro default__ivm_read_leases(pattern) %}
+{% macro default__ivm_lease_generations(pattern) %}
   {%- set schema = dbt_ivm.ivm_refresh_log_relation().schema -%}
   {%- set found = {} -%}
-  {%- for r in run_query("show table extended in " ~ schema ~ " like '" ~ pattern ~ "'").rows -%}
-    {%- set holder = modules.re.search('dbt_ivm\\.holder=([^,\\]]*)', r[3]) -%}
-    {%- set since = modules.re.search('dbt_ivm\\.since=([0-9T:-]*)', r[3]) -%}
-    {%- set generation = modules.re.search('__g([0-9]+)$', r[1]) -%}
-    {%- if holder and since and generation -%}
-      {%- do found.update({generation.group(1) | int: {'holder': holder.group(1), 'name': r[1],
-          'since': modules.datetime.datetime.strptime(since.group(1), '%Y-%m-%dT%H:%M:%S')}}) -%}
+  {%- for r in run_query("show tables in " ~ schema ~ " like '" ~ pattern ~ "'").rows -%}
+    {%- set name = modules.re.match('(__ivm_lease__.*__g)([0-9]+)$', r[1]) -%}
+    {%- if name -%}
+      {%- do found.setdefault(name.group(1), []).append(name.group(2) | int) -%}
     {%- endif -%}
   {%- endfor -%}
   {{ return(found) }}
 {% endmacro %}
 
+{#- {'holder', 'since' (datetime, UTC)} of one lease generation, by its exact name. -#}
+{% macro ivm_lease_holder(name) %}
+  {{ return(adapter.dispatch('ivm_lease_holder', 'dbt_ivm')(name)) }}
+{% endmacro %}
+
+{% macro default__ivm_lease_holder(name) %}
+  {%- set properties = {} -%}
+  {%- for r in run_query('show tblproperties ' ~ dbt_ivm.ivm_refresh_log_relation().schema ~ '.' ~ name).rows -%}
+    {%- do properties.update({r[0]: r[1]}) -%}
+  {%- endfor -%}
+  {{ return({'holder': properties.get('dbt_ivm.holder', 'unknown'),
+             'since': modules.datetime.datetime.strptime(properties.get('dbt_ivm.since', '1970-01-01T00:00:00'), '%Y-%m-%dT%H:%M:%S')}) }}
+{% endmacro %}
+
+{#- Create lease generation n (no-op when it exists); properties name the creator. -#}
+{% macro _ivm_create_lease(prefix, generation, holder) %}
+  {%- do run_query('create table if not exists ' ~ dbt_ivm.ivm_refresh_log_relation().schema ~ '.' ~ prefix ~ generation
+      ~ ' (holder string) stored as textfile tblproperties (' ~ "'dbt_ivm.holder' = " ~ dbt_ivm.ivm_string_literal(holder)
+      ~ ", 'dbt_ivm.since' = '" ~ modules.datetime.datetime.utcnow().strftime('%Y-%m-%dT%H:%M:%S') ~ "')") -%}
+{% endmacro %}
+
 {#- Take the lease of a model's table for refresh_id, waiting up to settings.lease_wait
     seconds for a running refresh; fails naming the holder when it stays busy. Returns
-    {'name', 'took_over': the dead holder it replaced or none}. -#}
+    {'prefix', 'generation'}. -#}
 {% macro ivm_acquire_lease(model, target_relation, refresh_id, settings) %}
   {{ return(adapter.dispatch('ivm_acquire_lease', 'dbt_ivm')(model, target_relation, refresh_id, settings)) }}
 {% endmacro %}
 
 {% macro default__ivm_acquire_lease(model, target_relation, refresh_id, settings) %}
-  {%- set schema = dbt_ivm.ivm_refresh_log_relation().schema -%}
   {%- set prefix = dbt_ivm.ivm_lease_prefix(target_relation) -%}
   {%- set deadline = modules.datetime.datetime.utcnow() + modules.datetime.timedelta(seconds=settings.lease_wait) -%}
   {%- set state = {'lease': none, 'holder': none, 'done': false} -%}
-  {#- each attempt reads the leases and takes a free or dead one; attempts are 5 s apart -#}
+  {#- each attempt reads the newest generation and takes the lease when it is free or dead;
+      attempts are 5 s apart -#}
   {%- for attempt in range(2 + (settings.lease_wait / 5) | round(0, 'ceil') | int) if not state.done -%}
     {%- if attempt > 0 -%}
       {%- do run_query("select reflect('java.lang.Thread', 'sleep', 5000L)") -%}
     {%- endif -%}
-    {%- set leases = dbt_ivm.ivm_read_leases(prefix ~ '*') -%}
-    {%- set top = leases.keys() | max if leases else 0 -%}
-    {%- set current = leases.get(top) -%}
-    {%- set now = modules.datetime.datetime.utcnow() -%}
-    {%- set dead = current is not none and (now - current.since).total_seconds() > settings.lease_timeout -%}
+    {%- set top = dbt_ivm.ivm_lease_generations(prefix ~ '*').get(prefix, [0]) | max -%}
+    {%- set current = dbt_ivm.ivm_lease_holder(prefix ~ top) if top is odd else none -%}
+    {%- set dead = current is not none
+        and (modules.datetime.datetime.utcnow() - current.since).total_seconds() > settings.lease_timeout -%}
     {%- if current is none or dead -%}
-      {%- set name = prefix ~ (top + 1) -%}
-      {%- do run_query('create table if not exists ' ~ schema ~ '.' ~ name ~ ' (holder string) stored as textfile tblproperties ('
-          ~ "'dbt_ivm.holder' = " ~ dbt_ivm.ivm_string_literal(refresh_id) ~ ", 'dbt_ivm.since' = '" ~ now.strftime('%Y-%m-%dT%H:%M:%S') ~ "')") -%}
-      {%- set winner = dbt_ivm.ivm_read_leases(name).get(top + 1) -%}
-      {%- if winner and winner.holder == refresh_id -%}
-        {%- for older in leases.values() -%}
-          {%- do run_query('drop table if exists ' ~ schema ~ '.' ~ older.name) -%}
-        {%- endfor -%}
-        {%- do state.update({'lease': {'name': schema ~ '.' ~ name, 'took_over': current if dead else none}, 'done': true}) -%}
+      {%- set generation = top + (2 if dead else 1) -%}
+      {%- do dbt_ivm._ivm_create_lease(prefix, generation, refresh_id) -%}
+      {%- set winner = dbt_ivm.ivm_lease_holder(prefix ~ generation) -%}
+      {%- if winner.holder == refresh_id -%}
+        {%- do state.update({'lease': {'prefix': prefix, 'generation': generation}, 'done': true}) -%}
         {%- if dead -%}
           {{ log('dbt_ivm: ' ~ model.name ~ ': took over the refresh lease of ' ~ current.holder ~ ' (held since ' ~ current.since
                  ~ ' UTC, longer than ivm_lease_timeout = ' ~ settings.lease_timeout ~ ' s: presumed dead)', info=true) }}
         {%- endif -%}
       {%- else -%}
-        {%- set current = winner or current -%}
+        {%- set current = winner -%}
       {%- endif -%}
     {%- endif -%}
     {%- if not state.lease -%}
       {%- do state.update({'holder': current, 'done': modules.datetime.datetime.utcnow() >= deadline}) -%}
       {%- if attempt == 0 and settings.lease_wait > 0 -%}
         {{ log('dbt_ivm: ' ~ model.name ~ ': waiting up to ' ~ settings.lease_wait ~ ' s for the running refresh '
-               ~ (current.holder if current else '') ~ ' to finish', info=true) }}
+               ~ current.holder ~ ' to finish', info=true) }}
       {%- endif -%}
     {%- endif -%}
   {%- endfor -%}
   {%- if not state.lease -%}
-    {%- set holder = state.holder.holder ~ ' (since ' ~ state.holder.since ~ ' UTC)' if state.holder else 'another refresh' -%}
-    {{ exceptions.raise_compiler_error("Model '" ~ model.name ~ "': another refresh of " ~ target_relation ~ ' is running: ' ~ holder
-        ~ '. Nothing was changed. Run again when it has finished, or set ivm_lease_wait (seconds) to wait for it. If that refresh was killed, '
-        ~ 'its lease expires after ivm_lease_timeout (' ~ settings.lease_timeout ~ ' s), or release it now with: '
-        ~ 'dbt run-operation dbt_ivm.ivm_release_lease --args "{model: ' ~ model.name ~ '}"') }}
+    {{ exceptions.raise_compiler_error("Model '" ~ model.name ~ "': another refresh of " ~ target_relation ~ ' is running: '
+        ~ state.holder.holder ~ ' (since ' ~ state.holder.since ~ ' UTC). Nothing was changed. Run again when it has finished, '
+        ~ 'or set ivm_lease_wait (seconds) to wait for it. If that refresh was killed, its lease expires after ivm_lease_timeout ('
+        ~ settings.lease_timeout ~ ' s), or release it now with: dbt run-operation dbt_ivm.ivm_release_lease --args "{model: '
+        ~ model.name ~ '}"') }}
   {%- endif -%}
   {{ return(state.lease) }}
 {% endmacro %}
 
-{#- The end of a refresh: drop its lease (a no-op when a newer holder took it over). -#}
-{% macro ivm_drop_lease(lease) %}
-  {%- if lease and lease.get('name') -%}
-    {%- do run_query('drop table if exists ' ~ lease.name) -%}
+{#- The end of a refresh: create the even generation after its own (a no-op in effect when a
+    newer holder took it over, whose generation is higher). -#}
+{% macro ivm_release_lease_generation(lease, refresh_id) %}
+  {%- if lease -%}
+    {%- do dbt_ivm._ivm_create_lease(lease.prefix, lease.generation + 1, 'released:' ~ refresh_id) -%}
   {%- endif -%}
 {% endmacro %}
 
-{#- on-run-end: drop the leases of this invocation's refreshes that failed before their end. -#}
-{% macro ivm_on_run_end() %}
-  {%- if execute and graph.nodes.values() | selectattr('config.materialized', 'equalto', 'ivm') | list -%}
-    {%- set schema = dbt_ivm.ivm_refresh_log_relation().schema -%}
-    {%- if adapter.get_relation(database=none, schema=schema, identifier='__ivm_refresh_log') is not none -%}
-      {%- for lease in dbt_ivm.ivm_read_leases('__ivm_lease__*').values() if lease.holder.startswith(invocation_id ~ ':') -%}
-        {%- do run_query('drop table if exists ' ~ schema ~ '.' ~ lease.name) -%}
+{#- on-run-end: release the leases still held by this invocation's failed ivm refreshes, and
+    drop every lease generation that has four newer ones. -#}
+{% macro ivm_on_run_end(results) %}
+  {%- set ivm = results | selectattr('node.config.materialized', 'equalto', 'ivm') | list -%}
+  {%- set failed = [] -%}
+  {%- for r in ivm if r.status in ('error', 'fail') -%}
+    {%- do failed.append(dbt_ivm.ivm_lease_prefix(api.Relation.create(schema=r.node.schema, identifier=r.node.alias))) -%}
+  {%- endfor -%}
+  {%- set schema = dbt_ivm.ivm_refresh_log_relation().schema -%}
+  {%- if execute and ivm and adapter.get_relation(database=none, schema=schema, identifier='__ivm_refresh_log') is not none -%}
+    {%- for prefix, generations in dbt_ivm.ivm_lease_generations('__ivm_lease__*').items() -%}
+      {%- set top = generations | max -%}
+      {%- if prefix in failed and top is odd and dbt_ivm.ivm_lease_holder(prefix ~ top).holder.startswith(invocation_id ~ ':') -%}
+        {%- do dbt_ivm._ivm_create_lease(prefix, top + 1, 'released:' ~ invocation_id) -%}
+      {%- endif -%}
+      {%- for g in generations if g <= top - 4 -%}
+        {%- do run_query('drop table if exists ' ~ schema ~ '.' ~ prefix ~ g) -%}
       {%- endfor -%}
-    {%- endif -%}
+    {%- endfor -%}
   {%- endif -%}
 {% endmacro %}
 
@@ -119,13 +145,13 @@
   {%- if not node -%}
     {{ exceptions.raise_compiler_error("ivm_release_lease: no model named '" ~ model ~ "' in this project.") }}
   {%- endif -%}
-  {%- set relation = api.Relation.create(schema=node.schema, identifier=node.alias, type='table') -%}
-  {%- set leases = dbt_ivm.ivm_read_leases(dbt_ivm.ivm_lease_prefix(relation) ~ '*') -%}
-  {%- for g, lease in leases.items() -%}
-    {%- do run_query('drop table if exists ' ~ dbt_ivm.ivm_refresh_log_relation().schema ~ '.' ~ lease.name) -%}
+  {%- set prefix = dbt_ivm.ivm_lease_prefix(api.Relation.create(schema=node.schema, identifier=node.alias)) -%}
+  {%- set top = dbt_ivm.ivm_lease_generations(prefix ~ '*').get(prefix, [0]) | max -%}
+  {%- if top is odd -%}
+    {%- set lease = dbt_ivm.ivm_lease_holder(prefix ~ top) -%}
+    {%- do dbt_ivm._ivm_create_lease(prefix, top + 1, 'released:' ~ invocation_id) -%}
     {{ log('dbt_ivm: released the refresh lease of ' ~ model ~ ' held by ' ~ lease.holder ~ ' since ' ~ lease.since ~ ' UTC', info=true) }}
-  {%- endfor -%}
-  {%- if not leases -%}
-    {{ log('dbt_ivm: ' ~ model ~ ' has no refresh lease', info=true) }}
+  {%- else -%}
+    {{ log('dbt_ivm: ' ~ model ~ ' has no refresh lease held', info=true) }}
   {%- endif -%}
 {% endmacro %}
