@@ -35,7 +35,7 @@ def lease(project: IvmProject) -> tuple[int, str | None]:
     """(newest generation, its holder when it is held) of the facts table's lease."""
     prefix = f"__ivm_lease__{project.schema}__facts__g"
     found = project.spark.sql(f"show tables in {project.schema} like '{prefix}*'").collect()
-    top = max((int(r["tableName"][len(prefix):]) for r in found), default=0)
+    top = max((int(r["tableName"][len(prefix) :]) for r in found), default=0)
     if top % 2 == 0:
         return top, None
     properties = project.spark.sql(f"show tblproperties {project.schema}.{prefix}{top}").collect()
@@ -73,7 +73,8 @@ def test_held_lease_fails_naming_the_holder_and_changes_nothing(shop) -> None:
     assert "ivm_release_lease" in error and "ivm_lease_wait" in error, error
     assert project.spark.table(f"{project.schema}.facts").count() == rows_before
     assert len(project.refresh_log("facts")) == log_before
-    assert lease(project) == (generation, "other-run:model.x.facts"), "someone else's lease: on-run-end leaves it"
+    # someone else's lease: on-run-end leaves it
+    assert lease(project) == (generation, "other-run:model.x.facts")
     project.dbt.invoke("run-operation", "dbt_ivm.ivm_release_lease", "--args", "{model: facts}")
     assert lease(project) == (generation + 1, None)
     project.run()
@@ -108,6 +109,7 @@ def test_failed_refresh_lease_is_freed_at_run_end_and_old_generations_dropped(sh
         assert lease(project) == (before + 2, None)
         prefix = f"__ivm_lease__{project.schema}__facts__g"
         kept = project.spark.sql(f"show tables in {project.schema} like '{prefix}*'").collect()
-        assert sorted(int(r["tableName"][len(prefix):]) for r in kept) == list(range(before - 1, before + 3)), "the four newest kept"
+        generations = sorted(int(r["tableName"][len(prefix) :]) for r in kept)
+        assert generations == list(range(before - 1, before + 3)), "the four newest are kept"
     finally:
         project.spark.sql(f"alter table {away} rename to {log}")
