@@ -33,6 +33,13 @@ MODELS = {
         from {ORDERS} o
         group by o.grp
         """,
+    # no aliases, as people write it and as a `table` model accepts
+    "unaliased": f"""\
+        {{{{ config(materialized='ivm') }}}}
+        select o.grp, count(*), sum(o.v), avg(o.v), sum(o.v) * 2
+        from {ORDERS} o
+        group by o.grp
+        """,
 }
 
 
@@ -153,3 +160,18 @@ def test_change_above_the_rebuild_threshold_rebuilds(shop: tuple[IvmProject, Cha
     project.run("--select", "sales_threshold")
     assert project.last_refresh("sales_threshold")["path"] == "incremental"
     assert not project.differences("sales_threshold")
+
+
+def test_unaliased_items_are_named_as_in_a_table_model(shop: tuple[IvmProject, ChangeLoggedTable]) -> None:
+    project, orders = shop
+    plain = project.spark.sql(
+        f"select o.grp, count(*), sum(o.v), avg(o.v), sum(o.v) * 2 from {project.raw}.orders o group by o.grp"
+    )
+    visible = [
+        c for c in project.spark.table(f"{project.schema}.unaliased").columns if not c.startswith("__ivm_")
+    ]
+    assert visible == plain.columns
+    orders.apply([Op("update", {"id": 3, "grp": "b", "v": Decimal("7.25")}), Op("delete", {"id": 4})])
+    project.run("--select", "unaliased")
+    assert project.last_refresh("unaliased")["path"] == "incremental"
+    assert not project.differences("unaliased")

@@ -63,6 +63,19 @@ BAD_MODELS: dict[str, tuple[str, list[str]]] = {
         f"select a.order_id from {ORDERS} a join {ORDERS} b on a.order_id = b.customer_id",
         ["IVM022", "upstream shop.orders read twice", "second upstream model"],
     ),
+    "cte_read_twice": (
+        f"with t as (select order_id, customer_id from {ORDERS})\n"
+        "select a.order_id from t a join t b on a.order_id = b.customer_id",
+        ["IVM022", "CTE t read twice", "line 3, column 33"],
+    ),
+    "reserved_column": (
+        f"select order_id, amount as __ivm_amount from {ORDERS}",
+        ["IVM016", "output column __ivm_amount", "rename it"],
+    ),
+    "tablesample": (
+        f"select order_id from {ORDERS} tablesample (10 percent)",
+        ["IVM010", "TABLESAMPLE", "line 2, column 22"],
+    ),
     "aggregate_in_cte": (
         f"with t as (select customer_id, sum(amount) as total from {ORDERS} group by customer_id)\n"
         "select customer_id, total from t",
@@ -86,7 +99,7 @@ BAD_MODELS: dict[str, tuple[str, list[str]]] = {
     ),
     "whole_table_recompute": (
         f"select count(distinct customer_id) as customers from {ORDERS}",
-        ["IVM045", "count() without GROUP BY", "add a GROUP BY"],
+        ["IVM045", "count(DISTINCT ...) without GROUP BY", "add a GROUP BY"],
     ),
     "random": (
         f"select order_id, rand() as r from {ORDERS}",

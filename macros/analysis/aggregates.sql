@@ -26,7 +26,8 @@
   {%- else -%}
     {%- set kind = 'recompute' -%}
   {%- endif -%}
-  {{ return({'name': name, 'pos': p, 'close': close, 'end': ns.end, 'args': [p + 2, close], 'filter': ns.filter, 'kind': kind}) }}
+  {{ return({'name': name, 'pos': p, 'close': close, 'end': ns.end, 'args': [p + 2, close], 'filter': ns.filter, 'kind': kind,
+             'distinct': has_distinct}) }}
 {% endmacro %}
 
 {#- The innermost query block whose range holds sig position p. -#}
@@ -99,7 +100,7 @@
   {%- if not grouped -%}
     {%- set firsts = [] -%}
     {%- if info.having -%}{%- do firsts.append([main.clauses['having'], 'HAVING without GROUP BY']) -%}{%- endif -%}
-    {%- if recompute -%}{%- do firsts.append([recompute[0].pos, recompute[0].name ~ '() without GROUP BY']) -%}{%- endif -%}
+    {%- if recompute -%}{%- do firsts.append([recompute[0].pos, recompute[0].name ~ ('(DISTINCT ...)' if recompute[0].distinct else '()') ~ ' without GROUP BY']) -%}{%- endif -%}
     {%- if firsts -%}
       {%- set first = (firsts | sort(attribute='0'))[0] -%}
       {%- do dbt_ivm.ivm_add_issue(parsed, 'IVM045', tk, first[0], first[1]) -%}

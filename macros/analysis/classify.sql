@@ -10,7 +10,11 @@
   {%- set seen = {} -%}
   {%- for r in parsed.rels -%}
     {%- if r.upstream in seen -%}
-      {%- do dbt_ivm.ivm_add_issue(parsed, 'IVM022', parsed.tk, r.s, 'upstream ' ~ upstreams[r.upstream].name ~ ' read twice') -%}
+      {#- several upstreams may name one relation: the construct names them all -#}
+      {%- set names = upstreams | selectattr('parts', 'equalto', upstreams[r.upstream].parts) | map(attribute='name') | list -%}
+      {%- set construct = 'upstream ' ~ names[0] ~ ' read twice' if names | length == 1
+          else 'relation ' ~ upstreams[r.upstream].parts | join('.') ~ ' read twice (as ' ~ names | join(' and ') ~ ')' -%}
+      {%- do dbt_ivm.ivm_add_issue(parsed, 'IVM022', parsed.tk, r.s, construct) -%}
     {%- endif -%}
     {%- do seen.update({r.upstream: true}) -%}
   {%- endfor -%}

@@ -115,3 +115,39 @@
   {%- for n in names -%}{%- do out.append(dbt_ivm.ivm_quote(n)) -%}{%- endfor -%}
   {{ return(out) }}
 {% endmacro %}
+
+{#- The model's SQL for its definition view, before a full build: its output columns (as
+    Spark names them) must not start with __ivm_ (IVM016, the package's bookkeeping
+    columns), and each unnamed select item of the outermost query (`sum(x)`, `a + 1`) gets
+    the name Spark gives it in a `table` model as an explicit alias, since Spark refuses a
+    permanent view over auto-generated names. -#}
+{% macro ivm_checked_definition(parsed, sql) %}
+  {%- set names = run_query('describe query ' ~ sql).columns[0].values() | list -%}
+  {%- set reserved = [] -%}
+  {%- for n in names if (n | lower).startswith('__ivm_') -%}{%- do reserved.append(n) -%}{%- endfor -%}
+  {%- if reserved -%}
+    {{ exceptions.raise_compiler_error(dbt_ivm.ivm_format_issues(model.name, [{'code': 'IVM016',
+        'construct': 'output column ' ~ reserved | join(', '), 'position': 'the model'}])) }}
+  {%- endif -%}
+  {#- a model that could not be parsed (ivm_on_unsupported=full_rebuild) is left as written -#}
+  {%- set items = parsed.blocks[0]['items'] if parsed.blocks and parsed.blocks[0].ok else [] -%}
+  {%- set stars = items | selectattr('star') | list -%}
+  {%- set first_star = items.index(stars[0]) if stars else items | length -%}
+  {%- set last_star = items.index(stars[-1]) if stars else -1 -%}
+  {%- set aliases = {} -%}
+  {%- for item in items if not item.star and item.name is none -%}
+    {%- set i = items.index(item) -%}
+    {%- if i < first_star -%}
+      {%- set name = names[i] -%}
+    {%- elif i > last_star -%}
+      {%- set name = names[names | length - (items | length - i)] -%}
+    {%- else -%}
+      {{ exceptions.raise_compiler_error("Model '" ~ model.name ~ "': the select item `" ~ dbt_ivm.ivm_range_text(parsed, item.s, item.e)
+          ~ "` between two `*` items needs an alias (`... as name`): its name cannot be told from the columns the stars bring.") }}
+    {%- endif -%}
+    {%- do aliases.update({parsed.tk.sig[item.e - 1]: ' as ' ~ dbt_ivm.ivm_quote(name)}) -%}
+  {%- endfor -%}
+  {%- set out = [] -%}
+  {%- for t in parsed.tk.tokens -%}{%- do out.append(t.v ~ aliases.get(loop.index0, '')) -%}{%- endfor -%}
+  {{ return(out | join('')) }}
+{% endmacro %}

@@ -39,7 +39,7 @@
     lower-case name parts the relation renders to in the compiled SQL. -#}
 {% macro ivm_parse_query(sql, upstreams) %}
   {%- set tk = dbt_ivm.ivm_tokenize(sql) -%}
-  {%- set ctx = {'tk': tk, 'blocks': [], 'issues': [], 'rels': [], 'qualifiers': [], 'ctes': {}, 'upstreams': upstreams} -%}
+  {%- set ctx = {'tk': tk, 'blocks': [], 'issues': [], 'rels': [], 'qualifiers': [], 'ctes': {}, 'cte_reads': {}, 'upstreams': upstreams} -%}
   {%- if not tk.balanced -%}
     {%- do dbt_ivm.ivm_add_issue(ctx, 'IVM001', tk, none, 'unbalanced parentheses') -%}
     {{ return(ctx) }}
@@ -53,6 +53,10 @@
   {%- set queue = [{'kind': 'main', 'name': 'main query', 's': 0, 'e': last}] -%}
   {%- for job in queue -%}
     {%- do dbt_ivm.ivm_parse_block(ctx, job, queue) -%}
+  {%- endfor -%}
+  {#- a CTE read twice joins the upstreams it reads with themselves -#}
+  {%- for name, reads in ctx.cte_reads.items() if ctx.rels -%}
+    {%- for p in reads[1:] -%}{%- do dbt_ivm.ivm_add_issue(ctx, 'IVM022', tk, p, 'CTE ' ~ name ~ ' read twice') -%}{%- endfor -%}
   {%- endfor -%}
   {%- do dbt_ivm.ivm_scan_functions(ctx) -%}
   {%- do dbt_ivm.ivm_find_qualifiers(ctx) -%}
@@ -192,7 +196,7 @@
   {%- set toks = ctx.tk.tokens -%}
   {%- set sig = ctx.tk.sig -%}
   {%- for p in range(s, e - 1) -%}
-    {%- if toks[sig[p]].v == '(' and toks[sig[p + 1]].l in ('select', 'with') -%}
+    {%- if toks[sig[p]].v == '(' and toks[sig[p + 1]].k == 'word' and toks[sig[p + 1]].l in ('select', 'with') -%}
       {%- do dbt_ivm.ivm_add_issue(ctx, 'IVM014', ctx.tk, p, 'subquery in ' ~ where_) -%}
     {%- endif -%}
   {%- endfor -%}
@@ -211,7 +215,7 @@
     {%- set item = {'join': c.join, 'join_pos': c.join_pos, 'kind': none, 'alias': none, 'name': none, 'pos': c.p, 'on': none, 'using': false} -%}
     {%- if t.v == '(' -%}
       {%- set m = dbt_ivm.ivm_match_paren(tk, c.p) -%}
-      {%- if toks[sig[c.p + 1]].l in ('select', 'with') -%}
+      {%- if toks[sig[c.p + 1]].k == 'word' and toks[sig[c.p + 1]].l in ('select', 'with') -%}
         {%- set child = 'derived table ' ~ (ctx.blocks | length + queue | length) -%}
         {%- do queue.append({'kind': 'derived', 'name': child, 's': c.p + 1, 'e': m}) -%}
         {%- do item.update({'kind': 'derived', 'name': child}) -%}
@@ -232,6 +236,9 @@
         {%- set code = 'IVM015' if parts[-1] in dbt_ivm.ivm_generator_functions() else 'IVM002' -%}
         {%- do dbt_ivm.ivm_add_issue(ctx, code, tk, name_s, 'table function ' ~ parts | join('.') ~ '()') -%}{%- set c.ok = false -%}{%- break -%}
       {%- endif -%}
+      {%- if c.p < e and toks[sig[c.p]].k == 'word' and toks[sig[c.p]].l == 'tablesample' -%}
+        {%- do dbt_ivm.ivm_add_issue(ctx, 'IVM010', tk, name_s, 'TABLESAMPLE (a random sample of the upstream)') -%}{%- set c.ok = false -%}{%- break -%}
+      {%- endif -%}
       {%- do item.update({'name': parts | join('.'), 'name_s': name_s, 'name_e': c.p}) -%}
       {%- set ns_up = namespace(found=none) -%}
       {%- for up in ctx.upstreams -%}{%- if up.parts == parts -%}{%- set ns_up.found = loop.index0 -%}{%- endif -%}{%- endfor -%}
@@ -239,6 +246,7 @@
         {%- do item.update({'kind': 'upstream', 'upstream': ns_up.found}) -%}
       {%- elif parts | length == 1 and parts[0] in ctx.ctes -%}
         {%- do item.update({'kind': 'cte'}) -%}
+        {%- do ctx.cte_reads.setdefault(parts[0], []).append(name_s) -%}
       {%- else -%}
         {%- do item.update({'kind': 'unknown'}) -%}
         {%- do dbt_ivm.ivm_add_issue(ctx, 'IVM002', tk, name_s, 'relation ' ~ parts | join('.')) -%}

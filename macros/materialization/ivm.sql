@@ -25,7 +25,7 @@
                          'table_version': dbt_ivm.ivm_table_stamp(started_at, none)}) -%}
     {{ log('dbt_ivm: ' ~ model.name ~ ' cannot be maintained incrementally (' ~ codes ~ '): rebuilding it in full as ivm_on_unsupported=full_rebuild asks', info=true) }}
     {{ run_hooks(pre_hooks) }}
-    {%- do dbt_ivm.ivm_build_full(target_relation, existing, sql, sql, settings, entry) -%}
+    {%- do dbt_ivm.ivm_build_full(target_relation, existing, sql, dbt_ivm.ivm_checked_definition(analysis.parsed, sql), settings, entry) -%}
     {%- do dbt_ivm.ivm_release_lease_generation(lease, entry.refresh_id) -%}
     {{ run_hooks(post_hooks) }}
     {{ return({'relations': [target_relation]}) }}
@@ -105,7 +105,8 @@
       {%- do relations.update({p.index: dbt_ivm.ivm_snapshot_sql(p.up, p.columns, versions_to[p.up.name])}) -%}
     {%- endfor -%}
     {%- do entry.update({'path': 'full', 'reason': full_reason}) -%}
-    {%- do dbt_ivm.ivm_build_full(target_relation, existing, dbt_ivm.ivm_fill_relations(template, relations), sql, settings, entry) -%}
+    {%- set definition = dbt_ivm.ivm_checked_definition(analysis.parsed, sql) -%}
+    {%- do dbt_ivm.ivm_build_full(target_relation, existing, dbt_ivm.ivm_fill_relations(template, relations), definition, settings, entry) -%}
   {%- endif -%}
 
   {%- do dbt_ivm.ivm_release_lease_generation(lease, entry.refresh_id) -%}

@@ -146,7 +146,8 @@ def _aggregate_issues(main: Block, calls: list[AggregateCall], index: TokenIndex
             found.append((main.having, "HAVING"))
         recompute = next((call for call in calls if call.kind == "recompute"), None)
         if recompute is not None:
-            found.append((recompute.index, f"{recompute.name}()"))
+            written = "(DISTINCT ...)" if index.words(recompute.index + 2) == ("distinct",) else "()"
+            found.append((recompute.index, recompute.name + written))
         if found:
             at, construct = min(found)
             issues.append(Issue("IVM045", f"{construct} without GROUP BY", *index.position(at)))

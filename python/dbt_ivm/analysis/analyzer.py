@@ -50,8 +50,7 @@ def analyze(sql: str, upstreams: Sequence[Upstream]) -> Analysis:
     first_reads: dict[int, Rel] = {}
     for rel in parsed.rels:
         if rel.upstream in first_reads:
-            name = upstreams[rel.upstream].name
-            issues.append(Issue("IVM022", f"upstream {name} read twice", *index.position(rel.index)))
+            issues.append(Issue("IVM022", _read_twice(upstreams, rel.upstream), *index.position(rel.index)))
         first_reads.setdefault(rel.upstream, rel)
     if not parsed.rels and not issues:
         issues.append(Issue("IVM050", "no ref() or source() in FROM"))
@@ -95,3 +94,12 @@ def _describe(error: ParseError | TokenError) -> str:
     if details is None:
         return str(error).splitlines()[0]
     return f"{details['description']} near line {details['line']}, column {details['col']}"
+
+
+def _read_twice(upstreams: Sequence[Upstream], upstream: int) -> str:
+    """The construct of IVM022: the upstream, or every upstream naming the same relation."""
+    parts = upstreams[upstream].parts
+    names = [u.name for u in upstreams if u.parts == parts]
+    if len(names) == 1:
+        return f"upstream {names[0]} read twice"
+    return f"relation {'.'.join(parts)} read twice (as {' and '.join(names)})"

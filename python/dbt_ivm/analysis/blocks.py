@@ -109,6 +109,7 @@ class _QueryParser:
         self.issues: list[Issue] = []
         self.rels: list[Rel] = []
         self.ctes: set[str] = set()
+        self.cte_reads: dict[str, list[int | None]] = {}
         self.pending: deque[_Job] = deque()
 
     def parse(self, tree: exp.Expr) -> ParsedQuery:
@@ -116,6 +117,10 @@ class _QueryParser:
         blocks: list[Block] = []
         while self.pending:
             blocks.append(self._block(self.pending.popleft()))
+        # a CTE read twice joins the upstreams it reads with themselves
+        for name, reads in self.cte_reads.items() if self.rels else ():
+            for at in reads[1:]:
+                self._issue("IVM022", f"CTE {name} read twice", at)
         return ParsedQuery(tuple(blocks), tuple(self.rels), tuple(self.issues))
 
     def _issue(self, code: str, construct: str, at: int | None) -> None:
@@ -288,9 +293,14 @@ class _QueryParser:
         parts = tuple(part.name.lower() for part in table.parts)
         first = min((i for p in table.parts for i in self.index.anchors(p)), default=None)
         upstream = next((i for i, u in enumerate(self.upstreams) if u.parts == parts), None)
+        if table.args.get("sample"):
+            self._issue("IVM010", "TABLESAMPLE (a random sample of the upstream)", first)
+            return _Item(first, kept=False, last=True)
         if upstream is not None:
             self.rels.append(Rel(upstream, first))
-        elif not (len(parts) == 1 and parts[0] in self.ctes):
+        elif len(parts) == 1 and parts[0] in self.ctes:
+            self.cte_reads.setdefault(parts[0], []).append(first)
+        else:
             self._issue("IVM002", "relation " + ".".join(parts), first)
         return _Item(first, kept=True, last=self._modified(table, _TABLE_NAME_ARGS))
 

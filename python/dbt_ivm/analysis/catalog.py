@@ -62,6 +62,13 @@ CATALOG: Final[Mapping[str, Restriction]] = MappingProxyType(
             "explode in an upstream model and declare its row key",
             "generated rows have no row key that ties them to their upstream row",
         ),
+        "IVM016": Restriction(
+            "output column whose name starts with __ivm_",
+            "rename it (... as another_name); with an ivm upstream, list its columns instead of *, "
+            "which brings its bookkeeping columns",
+            "the package keeps its bookkeeping in __ivm_ columns of the table, and the consistency "
+            "test compares the other columns only",
+        ),
         "IVM020": Restriction(
             "outer join",
             "use an inner join, or keep the outer join in a downstream view over ivm models",
@@ -73,7 +80,7 @@ CATALOG: Final[Mapping[str, Restriction]] = MappingProxyType(
             "without an equality each changed row must be joined with every row of the other side",
         ),
         "IVM022": Restriction(
-            "self-join: the same upstream appears more than once",
+            "self-join: the same upstream or CTE is read more than once",
             "create a second upstream model (a view over the same table) for the second role",
             "rows are traced to their upstream rows by one identity per upstream, not per role",
         ),
