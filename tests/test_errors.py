@@ -14,6 +14,10 @@ SOURCES = {
     "no_key": "change_log: no_key_changes",
     "no_log": "unique_key: [id], change_log: missing_changes",
     "key_only": "unique_key: [id]",
+    # declared names that would inject SQL: refused before any statement runs
+    "injected_log": "unique_key: [id], change_log: 'x; drop table y'",
+    "quoted_log": "unique_key: [id], change_log: '`x`'",
+    "injected_key": "unique_key: ['id`; drop table y'], change_log: injected_key_changes",
 }
 
 ORDERS = "{{ source('shop', 'orders') }}"
@@ -45,6 +49,25 @@ BAD_MODELS: dict[str, tuple[str, list[str]]] = {
     "missing_change_log": (
         f"select o.order_id from {ORDERS} o join {{{{ source('shop', 'no_log') }}}} m on o.order_id = m.id",
         ["IVM032", "missing_changes", "does not exist", "_commit_version"],
+    ),
+    "bad_change_log_name": (
+        f"select o.order_id from {ORDERS} o\n"
+        f"join {{{{ source('shop', 'injected_log') }}}} i on o.order_id = i.id",
+        [
+            "upstream shop.injected_log declares change_log 'x; drop table y'",
+            "not a table name",
+            "nothing was run",
+        ],
+    ),
+    "backticked_change_log_name": (
+        f"select o.order_id from {ORDERS} o\n"
+        f"join {{{{ source('shop', 'quoted_log') }}}} i on o.order_id = i.id",
+        ["upstream shop.quoted_log declares change_log '`x`'", "not a table name"],
+    ),
+    "bad_key_name": (
+        f"select o.order_id from {ORDERS} o\n"
+        f"join {{{{ source('shop', 'injected_key') }}}} i on o.order_id = i.id",
+        ["upstream shop.injected_key declares the column name 'id`; drop table y'", "not a column name"],
     ),
     "outer_join": (
         f"select o.order_id, c.region from {ORDERS} o\n"
@@ -140,7 +163,7 @@ def failures(project_factory) -> dict[str, str]:
     project.create_table("customers", "customer_id bigint, region string")
     project.logged_table("orders", ["order_id"])
     project.logged_table("customers", ["customer_id"])
-    for table in ("no_feed", "no_key", "no_log", "key_only"):
+    for table in ("no_feed", "no_key", "no_log", "key_only", "injected_log", "quoted_log", "injected_key"):
         project.create_table(table, "id bigint")
     project.logged_table("no_key", ["id"])
     for name, (sql, _) in BAD_MODELS.items():

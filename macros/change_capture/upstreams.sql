@@ -32,6 +32,7 @@
     {%- set parts = dbt_ivm.ivm_tokenize(rendered).tokens | rejectattr('v', 'equalto', '.') | map(attribute='l') | list -%}
     {%- set key = meta.get('unique_key') -%}
     {%- set key = [key] if key is string else (key or []) -%}
+    {%- do dbt_ivm.ivm_check_declared_names(model, display, meta, key) -%}
     {%- set problems = [] -%}
     {%- set yaml_where = ("sources: [{name: " ~ node.source_name ~ ", tables: [{name: " ~ node.name ~ ", meta: {ivm: {") if is_source else ("models: [{name: " ~ node.name ~ ", config: {meta: {ivm: {") -%}
     {%- set yaml_end = '}}}]}]' if is_source else '}}}}]' -%}
@@ -202,4 +203,20 @@
   {%- if provider == 'delta' and feed_on -%}{{ return({'ok': true, 'what': 'a Delta table with change data feed'}) }}{%- endif -%}
   {%- if provider == 'delta' -%}{{ return({'ok': false, 'what': 'a Delta table without delta.enableChangeDataFeed=true'}) }}{%- endif -%}
   {{ return({'ok': false, 'what': 'a ' ~ provider ~ ' table, not a Delta table'}) }}
+{% endmacro %}
+
+{#- Declared names reach SQL: a change_log must be [schema.]table of plain identifiers (it is
+    rendered unquoted), keys and watermarks column names without backticks, semicolons or
+    line breaks (they are quoted). Fails before any statement runs. -#}
+{% macro ivm_check_declared_names(model, upstream, meta, key) %}
+  {%- set log = meta.get('change_log') -%}
+  {%- if log is not none and (log is not string or not modules.re.fullmatch('[A-Za-z_][A-Za-z0-9_]*([.][A-Za-z_][A-Za-z0-9_]*)?', log)) -%}
+    {{ exceptions.raise_compiler_error("Model '" ~ model.name ~ "': upstream " ~ upstream ~ " declares change_log '" ~ log
+        ~ "', which is not a table name: write it as table or schema.table, of letters, digits and _ (nothing was run).") }}
+  {%- endif -%}
+  {%- set columns = key + ([meta.watermark] if meta.get('watermark') is not none else []) -%}
+  {%- for c in columns if c is not string or not c or modules.re.search('[`;\n\r]', c) -%}
+    {{ exceptions.raise_compiler_error("Model '" ~ model.name ~ "': upstream " ~ upstream ~ " declares the column name '" ~ c
+        ~ "' (unique_key or watermark), which is not a column name: no backticks, semicolons or line breaks (nothing was run).") }}
+  {%- endfor -%}
 {% endmacro %}
