@@ -109,7 +109,7 @@ def delta_chain(project_factory, delta) -> tuple[IvmProject, RandomHistory]:
     return project, differential_history(project, MODELS, TABLES, seed=20261123)
 
 
-test_delta_chain_matches_definition = differential_test("delta_chain", CHAIN, 4, paths=REFRESHED)
+test_delta_chain_matches_definition = differential_test("delta_chain", CHAIN, 3, paths=REFRESHED)
 
 
 def test_delta_ivm_table_properties(delta_chain: tuple[IvmProject, RandomHistory]) -> None:
@@ -137,7 +137,7 @@ def test_row_keys_recorded(parquet_chain: tuple[IvmProject, RandomHistory]) -> N
     assert not {"__ivm_changes__l2d", "__ivm_changes__l4"} & tables
 
 
-test_parquet_chain_matches_definition = differential_test("parquet_chain", CHAIN, 4, paths=REFRESHED)
+test_parquet_chain_matches_definition = differential_test("parquet_chain", CHAIN, 3, paths=REFRESHED)
 
 
 def change_bottom(project: IvmProject, history: RandomHistory, new_id: int) -> None:
