@@ -11,9 +11,9 @@
   {%- set toks = tk.tokens -%}
   {%- set sig = tk.sig -%}
   {%- set close = dbt_ivm.ivm_match_paren(tk, p + 1) -%}
-  {%- set has_distinct = close > p + 2 and toks[sig[p + 2]].l == 'distinct' -%}
+  {%- set has_distinct = close > p + 2 and toks[sig[p + 2]].w == 'distinct' -%}
   {%- set ns = namespace(end=close + 1, filter=none) -%}
-  {%- if close + 2 < sig | length and toks[sig[close + 1]].l == 'filter' and toks[sig[close + 2]].v == '(' -%}
+  {%- if close + 2 < sig | length and toks[sig[close + 1]].w == 'filter' and toks[sig[close + 2]].v == '(' -%}
     {%- set ns.filter = [close + 1, dbt_ivm.ivm_match_paren(tk, close + 2) + 1] -%}
     {%- set ns.end = ns.filter[1] -%}
   {%- endif -%}
@@ -100,7 +100,8 @@
   {%- if not grouped -%}
     {%- set firsts = [] -%}
     {%- if info.having -%}{%- do firsts.append([main.clauses['having'], 'HAVING without GROUP BY']) -%}{%- endif -%}
-    {%- if recompute -%}{%- do firsts.append([recompute[0].pos, recompute[0].name ~ ('(DISTINCT ...)' if recompute[0].distinct else '()') ~ ' without GROUP BY']) -%}{%- endif -%}
+    {%- if recompute -%}{%- do firsts.append([recompute[0].pos, recompute[0].name ~
+        ('(DISTINCT ...)' if recompute[0].distinct else '()') ~ ' without GROUP BY']) -%}{%- endif -%}
     {%- if firsts -%}
       {%- set first = (firsts | sort(attribute='0'))[0] -%}
       {%- do dbt_ivm.ivm_add_issue(parsed, 'IVM045', tk, first[0], first[1]) -%}
@@ -124,10 +125,10 @@
   {%- set sig = tk.sig -%}
   {%- set gs = main.group_range[0] -%}
   {%- set ge = main.group_range[1] -%}
-  {%- if gs < ge and toks[sig[gs]].l == 'all' -%}
+  {%- if gs < ge and toks[sig[gs]].w == 'all' -%}
     {%- do dbt_ivm.ivm_add_issue(parsed, 'IVM044', tk, gs, 'GROUP BY ALL') -%}{{ return(none) }}
   {%- endif -%}
-  {%- for p in range(gs, ge) if toks[sig[p]].d == main.base and toks[sig[p]].l in ('rollup', 'cube', 'grouping', 'with') -%}
+  {%- for p in range(gs, ge) if toks[sig[p]].d == main.base and toks[sig[p]].w in ('rollup', 'cube', 'grouping', 'with') -%}
     {%- do dbt_ivm.ivm_add_issue(parsed, 'IVM044', tk, p, toks[sig[p]].v | upper) -%}{{ return(none) }}
   {%- endfor -%}
   {%- set cur = namespace(s=gs) -%}

@@ -2,27 +2,43 @@
     python/dbt_ivm/analysis/catalog.py (a test compares them). -#}
 {% macro ivm_restriction_catalog() %}
   {{ return({
-    'IVM001': {'what': 'SQL the analyzer cannot parse', 'fix': 'write the model as SELECT ... FROM ... [JOIN ...] [WHERE ...], with CTEs if you like; move unusual syntax to an upstream model'},
-    'IVM002': {'what': 'relation that is not a ref() or source() of this model', 'fix': 'read every upstream through ref() or source() so its changes can be tracked'},
-    'IVM010': {'what': 'non-deterministic function', 'fix': 'a refresh would recompute it for changed rows only; compute it in an upstream model or pass the value as a var'},
+    'IVM001': {'what': 'SQL the analyzer cannot parse',
+        'fix': 'write the model as SELECT ... FROM ... [JOIN ...] [WHERE ...], with CTEs if you like; move unusual syntax to an upstream model'},
+    'IVM002': {'what': 'relation that is not a ref() or source() of this model',
+        'fix': 'read every upstream through ref() or source() so its changes can be tracked'},
+    'IVM010': {'what': 'non-deterministic function',
+        'fix': 'a refresh would recompute it for changed rows only; compute it in an upstream model or pass the value as a var'},
     'IVM011': {'what': 'window function', 'fix': 'move the window function to a downstream model (materialized as table or view)'},
-    'IVM012': {'what': 'ORDER BY / LIMIT / OFFSET / SORT BY', 'fix': 'remove it: a table has no order, and LIMIT depends on all rows; order in the consumer'},
+    'IVM012': {'what': 'ORDER BY / LIMIT / OFFSET / SORT BY',
+        'fix': 'remove it: a table has no order, and LIMIT depends on all rows; order in the consumer'},
     'IVM013': {'what': 'set operation (UNION / INTERSECT / EXCEPT)', 'fix': 'split the branches into separate ivm models and union them in a view'},
-    'IVM014': {'what': 'subquery in SELECT, WHERE, HAVING or a join condition, or a semi/anti join', 'fix': 'rewrite it as an inner join with an upstream, or precompute it in an upstream model'},
+    'IVM014': {'what': 'subquery in SELECT, WHERE, HAVING or a join condition, or a semi/anti join',
+        'fix': 'rewrite it as an inner join with an upstream, or precompute it in an upstream model'},
     'IVM015': {'what': 'LATERAL VIEW / generator function (explode, stack, ...)', 'fix': 'explode in an upstream model and declare its row key'},
-    'IVM016': {'what': 'output column whose name starts with __ivm_', 'fix': 'rename it (... as another_name); with an ivm upstream, list its columns instead of *, which brings its bookkeeping columns'},
+    'IVM016': {'what': 'output column whose name starts with __ivm_',
+        'fix': 'rename it (... as another_name); with an ivm upstream, list its columns instead of *, which brings its bookkeeping columns'},
     'IVM020': {'what': 'outer join', 'fix': 'use an inner join, or keep the outer join in a downstream view over ivm models'},
-    'IVM021': {'what': 'join without an equality between columns (cross, natural or theta join)', 'fix': 'join on equality of columns (a.x = b.y); extra non-equality conditions may follow with AND'},
-    'IVM022': {'what': 'self-join: the same upstream or CTE is read more than once', 'fix': 'create a second upstream model (a view over the same table) for the second role'},
+    'IVM021': {'what': 'join without an equality between columns (cross, natural or theta join)',
+        'fix': 'join on equality of columns (a.x = b.y); extra non-equality conditions may follow with AND'},
+    'IVM022': {'what': 'self-join: the same upstream or CTE is read more than once',
+        'fix': 'create a second upstream model (a view over the same table) for the second role'},
     'IVM030': {'what': 'upstream without a row key', 'fix': 'declare the row key of the upstream in its YAML'},
-    'IVM031': {'what': 'upstream without a change feed', 'fix': 'declare a change log relation (with unique_key), only unique_key for a Delta table with change data feed, or an append-only watermark column for the upstream in its YAML'},
-    'IVM032': {'what': 'declared change log relation does not exist or lacks the change columns', 'fix': 'create the change log with the upstream columns plus _change_type, _commit_version and _commit_timestamp, or fix its name'},
-    'IVM040': {'what': 'aggregate or DISTINCT inside a CTE or derived table', 'fix': 'keep aggregation in the outermost query: make the inner aggregate its own ivm model and ref() it'},
+    'IVM031': {'what': 'upstream without a change feed',
+        'fix': 'declare a change log relation (with unique_key), only unique_key for a Delta table with change data feed, or an '
+            'append-only watermark column for the upstream in its YAML'},
+    'IVM032': {'what': 'declared change log relation does not exist or lacks the change columns',
+        'fix': 'create the change log with the upstream columns plus _change_type, _commit_version and _commit_timestamp, or fix its name'},
+    'IVM040': {'what': 'aggregate or DISTINCT inside a CTE or derived table',
+        'fix': 'keep aggregation in the outermost query: make the inner aggregate its own ivm model and ref() it'},
     'IVM041': {'what': 'SELECT * in an aggregate query', 'fix': 'list the group columns and the aggregates explicitly'},
-    'IVM042': {'what': 'select item combines aggregates with columns outside the aggregate calls', 'fix': 'select the group column and the aggregate as separate columns and combine them in a downstream model'},
-    'IVM043': {'what': 'SELECT DISTINCT over GROUP BY or aggregates', 'fix': 'remove DISTINCT (groups are already distinct) or apply it in a downstream model'},
-    'IVM044': {'what': 'GROUP BY ALL, ROLLUP, CUBE or GROUPING SETS', 'fix': 'list the group expressions; compute rollups in a downstream model from this one'},
-    'IVM045': {'what': 'aggregate that needs a group recompute in a query without GROUP BY (its only group is the whole input)', 'fix': 'add a GROUP BY, or use only count, sum, avg, min and max'},
+    'IVM042': {'what': 'select item combines aggregates with columns outside the aggregate calls',
+        'fix': 'select the group column and the aggregate as separate columns and combine them in a downstream model'},
+    'IVM043': {'what': 'SELECT DISTINCT over GROUP BY or aggregates',
+        'fix': 'remove DISTINCT (groups are already distinct) or apply it in a downstream model'},
+    'IVM044': {'what': 'GROUP BY ALL, ROLLUP, CUBE or GROUPING SETS',
+        'fix': 'list the group expressions; compute rollups in a downstream model from this one'},
+    'IVM045': {'what': 'aggregate that needs a group recompute in a query without GROUP BY (its only group is the whole input)',
+        'fix': 'add a GROUP BY, or use only count, sum, avg, min and max'},
     'IVM050': {'what': 'query reads no upstream relation', 'fix': 'an ivm model needs at least one ref() or source() in FROM'},
   }) }}
 {% endmacro %}
@@ -36,6 +52,7 @@
     {%- do lines.append('  ' ~ i.code ~ ' ' ~ entry.what ~ ': ' ~ i.construct ~ ' at ' ~ i.position ~ '.') -%}
     {%- do lines.append('         fix: ' ~ (i.fix if i.get('fix') else entry.fix) ~ '.') -%}
   {%- endfor -%}
-  {%- do lines.append("Run `dbt-ivm explain " ~ model_name ~ "` for the full report, or set ivm_on_unsupported='full_rebuild' to rebuild this model on every run instead.") -%}
+  {%- do lines.append("Run `dbt-ivm explain " ~ model_name ~
+      "` for the full report, or set ivm_on_unsupported='full_rebuild' to rebuild this model on every run instead.") -%}
   {{ return(lines | join('\n')) }}
 {% endmacro %}

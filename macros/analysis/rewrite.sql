@@ -116,11 +116,11 @@
   {{ return(out) }}
 {% endmacro %}
 
-{#- The model's SQL for its definition view, before a full build: its output columns (as
-    Spark names them) must not start with __ivm_ (IVM016, the package's bookkeeping
-    columns), and each unnamed select item of the outermost query (`sum(x)`, `a + 1`) gets
-    the name Spark gives it in a `table` model as an explicit alias, since Spark refuses a
-    permanent view over auto-generated names. -#}
+{#- The model's definition before a full build, {'sql': for its view, 'columns': its output
+    columns as Spark names them}: no column may start with __ivm_ (IVM016, the package's
+    bookkeeping columns), and each unnamed select item of the outermost query (`sum(x)`,
+    `a + 1`) gets the name Spark gives it in a `table` model as an explicit alias, since
+    Spark refuses a permanent view over auto-generated names. -#}
 {% macro ivm_checked_definition(parsed, sql) %}
   {%- set names = run_query('describe query ' ~ sql).columns[0].values() | list -%}
   {%- set reserved = [] -%}
@@ -135,8 +135,9 @@
   {%- set first_star = items.index(stars[0]) if stars else items | length -%}
   {%- set last_star = items.index(stars[-1]) if stars else -1 -%}
   {%- set aliases = {} -%}
-  {%- for item in items if not item.star and item.name is none -%}
-    {%- set i = items.index(item) -%}
+  {%- for item in items -%}
+    {%- set i = loop.index0 -%}
+    {%- if item.star or item.name is not none -%}{%- continue -%}{%- endif -%}
     {%- if i < first_star -%}
       {%- set name = names[i] -%}
     {%- elif i > last_star -%}
@@ -149,5 +150,5 @@
   {%- endfor -%}
   {%- set out = [] -%}
   {%- for t in parsed.tk.tokens -%}{%- do out.append(t.v ~ aliases.get(loop.index0, '')) -%}{%- endfor -%}
-  {{ return(out | join('')) }}
+  {{ return({'sql': out | join(''), 'columns': names}) }}
 {% endmacro %}

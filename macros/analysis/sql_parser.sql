@@ -6,7 +6,8 @@
     with sqlglot; tests/corpus keeps the two in agreement. -#}
 
 {% macro ivm_clause_keywords() %}
-  {{ return(['from', 'where', 'group', 'having', 'order', 'limit', 'window', 'qualify', 'sort', 'cluster', 'distribute', 'union', 'intersect', 'except', 'minus', 'lateral', 'offset']) }}
+  {{ return(['from', 'where', 'group', 'having', 'order', 'limit', 'window', 'qualify', 'sort', 'cluster', 'distribute', 'union',
+      'intersect', 'except', 'minus', 'lateral', 'offset']) }}
 {% endmacro %}
 
 {% macro ivm_join_keywords() %}
@@ -14,7 +15,9 @@
 {% endmacro %}
 
 {% macro ivm_nondeterministic_functions() %}
-  {{ return(['rand', 'random', 'randn', 'uuid', 'shuffle', 'now', 'current_timestamp', 'current_date', 'localtimestamp', 'current_timezone', 'unix_timestamp', 'monotonically_increasing_id', 'spark_partition_id', 'input_file_name', 'input_file_block_start', 'input_file_block_length', 'randstr', 'uniform', 'try_reflect', 'reflect', 'java_method']) }}
+  {{ return(['rand', 'random', 'randn', 'uuid', 'shuffle', 'now', 'current_timestamp', 'current_date', 'localtimestamp',
+      'current_timezone', 'unix_timestamp', 'monotonically_increasing_id', 'spark_partition_id', 'input_file_name',
+          'input_file_block_start', 'input_file_block_length', 'randstr', 'uniform', 'try_reflect', 'reflect', 'java_method']) }}
 {% endmacro %}
 
 {% macro ivm_generator_functions() %}
@@ -22,12 +25,21 @@
 {% endmacro %}
 
 {% macro ivm_aggregate_functions() %}
-  {{ return(['count', 'sum', 'avg', 'mean', 'min', 'max', 'count_if', 'collect_list', 'collect_set', 'array_agg', 'first', 'first_value', 'last', 'last_value', 'any_value', 'any', 'some', 'every', 'bool_and', 'bool_or', 'stddev', 'stddev_pop', 'stddev_samp', 'std', 'variance', 'var_pop', 'var_samp', 'approx_count_distinct', 'approx_percentile', 'percentile', 'percentile_approx', 'percentile_cont', 'percentile_disc', 'median', 'mode', 'max_by', 'min_by', 'corr', 'covar_pop', 'covar_samp', 'kurtosis', 'skewness', 'bit_and', 'bit_or', 'bit_xor', 'regr_count', 'regr_avgx', 'regr_avgy', 'regr_slope', 'regr_intercept', 'regr_r2', 'regr_sxx', 'regr_sxy', 'regr_syy', 'histogram_numeric', 'string_agg', 'listagg', 'count_min_sketch', 'hll_sketch_agg', 'hll_union_agg', 'try_sum', 'try_avg', 'product']) }}
+  {{ return(['count', 'sum', 'avg', 'mean', 'min', 'max', 'count_if', 'collect_list', 'collect_set', 'array_agg', 'first',
+      'first_value', 'last', 'last_value', 'any_value', 'any', 'some', 'every', 'bool_and', 'bool_or', 'stddev', 'stddev_pop',
+          'stddev_samp', 'std', 'variance', 'var_pop', 'var_samp', 'approx_count_distinct', 'approx_percentile', 'percentile',
+              'percentile_approx', 'percentile_cont', 'percentile_disc', 'median', 'mode', 'max_by', 'min_by', 'corr',
+                  'covar_pop', 'covar_samp', 'kurtosis', 'skewness', 'bit_and', 'bit_or', 'bit_xor', 'regr_count', 'regr_avgx',
+                      'regr_avgy', 'regr_slope', 'regr_intercept', 'regr_r2', 'regr_sxx', 'regr_sxy', 'regr_syy',
+                          'histogram_numeric', 'string_agg', 'listagg', 'count_min_sketch', 'hll_sketch_agg', 'hll_union_agg',
+                              'try_sum', 'try_avg', 'product']) }}
 {% endmacro %}
 
 {#- Words that are never a column reference on either side of a join equality. -#}
 {% macro ivm_non_column_words() %}
-  {{ return(['null', 'true', 'false', 'and', 'or', 'not', 'is', 'as', 'in', 'like', 'between', 'case', 'when', 'then', 'else', 'end', 'cast', 'interval', 'int', 'integer', 'bigint', 'smallint', 'tinyint', 'string', 'varchar', 'char', 'double', 'float', 'real', 'decimal', 'numeric', 'date', 'timestamp', 'timestamp_ntz', 'boolean', 'binary', 'long', 'short', 'byte']) }}
+  {{ return(['null', 'true', 'false', 'and', 'or', 'not', 'is', 'as', 'in', 'like', 'between', 'case', 'when', 'then', 'else',
+      'end', 'cast', 'interval', 'int', 'integer', 'bigint', 'smallint', 'tinyint', 'string', 'varchar', 'char', 'double',
+          'float', 'real', 'decimal', 'numeric', 'date', 'timestamp', 'timestamp_ntz', 'boolean', 'binary', 'long', 'short', 'byte']) }}
 {% endmacro %}
 
 {% macro ivm_add_issue(ctx, code, tk, p, construct) %}
@@ -84,15 +96,15 @@
   {%- set base = toks[sig[ns.s]].d -%}
   {%- do block.update({'base': base}) -%}
   {#- WITH clause: every CTE becomes a block of its own -#}
-  {%- if toks[sig[ns.s]].l == 'with' -%}
+  {%- if toks[sig[ns.s]].w == 'with' -%}
     {%- set c = namespace(p=ns.s + 1, ok=true) -%}
-    {%- if c.p < ns.e and toks[sig[c.p]].l == 'recursive' -%}
+    {%- if c.p < ns.e and toks[sig[c.p]].w == 'recursive' -%}
       {%- do dbt_ivm.ivm_add_issue(ctx, 'IVM001', tk, c.p, 'WITH RECURSIVE') -%}{{ return(block) }}
     {%- endif -%}
     {%- for _ in range(ns.e) -%}
       {%- if c.p + 2 >= ns.e or toks[sig[c.p]].k not in ('word', 'qid') -%}{%- set c.ok = false -%}{%- break -%}{%- endif -%}
       {%- set cte_name = toks[sig[c.p]].l -%}
-      {%- set q = c.p + 2 if toks[sig[c.p + 1]].l == 'as' else c.p + 1 -%}
+      {%- set q = c.p + 2 if toks[sig[c.p + 1]].w == 'as' else c.p + 1 -%}
       {%- if toks[sig[q]].v != '(' -%}{%- set c.ok = false -%}{%- break -%}{%- endif -%}
       {%- set m = dbt_ivm.ivm_match_paren(tk, q) -%}
       {%- do ctx.ctes.update({cte_name: none}) -%}
@@ -105,7 +117,7 @@
     {%- endif -%}
     {%- set ns.s = c.p -%}
   {%- endif -%}
-  {%- if ns.s >= ns.e or toks[sig[ns.s]].l != 'select' -%}
+  {%- if ns.s >= ns.e or toks[sig[ns.s]].w != 'select' -%}
     {%- set what = toks[sig[ns.s]].v if ns.s < ns.e else 'end of query' -%}
     {%- do dbt_ivm.ivm_add_issue(ctx, 'IVM001', tk, ns.s, 'expected SELECT, found `' ~ what ~ '`') -%}{{ return(block) }}
   {%- endif -%}
@@ -113,7 +125,7 @@
   {%- set clauses = block.clauses -%}
   {%- for p in range(ns.s + 1, ns.e) -%}
     {%- set t = toks[sig[p]] -%}
-    {%- if t.d == base and t.k == 'word' and t.l in dbt_ivm.ivm_clause_keywords() and t.l not in clauses and toks[sig[p - 1]].v != '.' -%}
+    {%- if t.d == base and t.w in dbt_ivm.ivm_clause_keywords() and t.w not in clauses and toks[sig[p - 1]].v != '.' -%}
       {%- do clauses.update({t.l: p}) -%}
     {%- endif -%}
   {%- endfor -%}
@@ -137,8 +149,8 @@
   {%- do block.update({'from_kw': from_pos}) -%}
   {#- select list -#}
   {%- set sel = namespace(p=ns.s + 1) -%}
-  {%- if toks[sig[sel.p]].l in ('distinct', 'all') -%}
-    {%- do block.update({'distinct': toks[sig[sel.p]].l == 'distinct', 'distinct_pos': sel.p}) -%}
+  {%- if toks[sig[sel.p]].w in ('distinct', 'all') -%}
+    {%- do block.update({'distinct': toks[sig[sel.p]].w == 'distinct', 'distinct_pos': sel.p}) -%}
     {%- set sel.p = sel.p + 1 -%}
   {%- endif -%}
   {%- do block.update({'select_s': sel.p}) -%}
@@ -178,9 +190,10 @@
         {%- do item.update({'star': '*'}) -%}
       {%- elif width == 3 and toks[sig[ie - 1]].v == '*' and toks[sig[ie - 2]].v == '.' -%}
         {%- do item.update({'star': toks[sig[is_]].l}) -%}
-      {%- elif width >= 2 and toks[sig[ie - 1]].k in ('word', 'qid') and toks[sig[ie - 2]].l == 'as' -%}
+      {%- elif width >= 2 and toks[sig[ie - 1]].k in ('word', 'qid') and toks[sig[ie - 2]].w == 'as' -%}
         {%- do item.update({'name': toks[sig[ie - 1]].l, 'xe': ie - 2}) -%}
-      {%- elif width >= 2 and toks[sig[ie - 1]].k in ('word', 'qid') and toks[sig[ie - 2]].v != '.' and (toks[sig[ie - 2]].v == ')' or toks[sig[ie - 2]].k in ('word', 'qid', 'num', 'str')) and toks[sig[ie - 1]].l not in ('end',) -%}
+      {%- elif width >= 2 and toks[sig[ie - 1]].k in ('word', 'qid') and toks[sig[ie - 2]].v != '.'
+          and (toks[sig[ie - 2]].v == ')' or toks[sig[ie - 2]].k in ('word', 'qid', 'num', 'str')) and toks[sig[ie - 1]].w != 'end' -%}
         {%- do item.update({'name': toks[sig[ie - 1]].l, 'xe': ie - 1}) -%}
       {%- elif toks[sig[ie - 1]].k in ('word', 'qid') -%}
         {%- do item.update({'name': toks[sig[ie - 1]].l}) -%}
@@ -196,7 +209,7 @@
   {%- set toks = ctx.tk.tokens -%}
   {%- set sig = ctx.tk.sig -%}
   {%- for p in range(s, e - 1) -%}
-    {%- if toks[sig[p]].v == '(' and toks[sig[p + 1]].k == 'word' and toks[sig[p + 1]].l in ('select', 'with') -%}
+    {%- if toks[sig[p]].v == '(' and toks[sig[p + 1]].w in ('select', 'with') -%}
       {%- do dbt_ivm.ivm_add_issue(ctx, 'IVM014', ctx.tk, p, 'subquery in ' ~ where_) -%}
     {%- endif -%}
   {%- endfor -%}
@@ -215,7 +228,7 @@
     {%- set item = {'join': c.join, 'join_pos': c.join_pos, 'kind': none, 'alias': none, 'name': none, 'pos': c.p, 'on': none, 'using': false} -%}
     {%- if t.v == '(' -%}
       {%- set m = dbt_ivm.ivm_match_paren(tk, c.p) -%}
-      {%- if toks[sig[c.p + 1]].k == 'word' and toks[sig[c.p + 1]].l in ('select', 'with') -%}
+      {%- if toks[sig[c.p + 1]].w in ('select', 'with') -%}
         {%- set child = 'derived table ' ~ (ctx.blocks | length + queue | length) -%}
         {%- do queue.append({'kind': 'derived', 'name': child, 's': c.p + 1, 'e': m}) -%}
         {%- do item.update({'kind': 'derived', 'name': child}) -%}
@@ -236,8 +249,9 @@
         {%- set code = 'IVM015' if parts[-1] in dbt_ivm.ivm_generator_functions() else 'IVM002' -%}
         {%- do dbt_ivm.ivm_add_issue(ctx, code, tk, name_s, 'table function ' ~ parts | join('.') ~ '()') -%}{%- set c.ok = false -%}{%- break -%}
       {%- endif -%}
-      {%- if c.p < e and toks[sig[c.p]].k == 'word' and toks[sig[c.p]].l == 'tablesample' -%}
-        {%- do dbt_ivm.ivm_add_issue(ctx, 'IVM010', tk, name_s, 'TABLESAMPLE (a random sample of the upstream)') -%}{%- set c.ok = false -%}{%- break -%}
+      {%- if c.p < e and toks[sig[c.p]].w == 'tablesample' -%}
+        {%- do dbt_ivm.ivm_add_issue(ctx, 'IVM010', tk, name_s,
+            'TABLESAMPLE (a random sample of the upstream)') -%}{%- set c.ok = false -%}{%- break -%}
       {%- endif -%}
       {%- do item.update({'name': parts | join('.'), 'name_s': name_s, 'name_e': c.p}) -%}
       {%- set ns_up = namespace(found=none) -%}
@@ -255,9 +269,9 @@
       {%- do dbt_ivm.ivm_add_issue(ctx, 'IVM001', tk, c.p, 'FROM item `' ~ t.v ~ '`') -%}{%- set c.ok = false -%}{%- break -%}
     {%- endif -%}
     {#- alias -#}
-    {%- if c.p < e and toks[sig[c.p]].l == 'as' and c.p + 1 < e -%}
+    {%- if c.p < e and toks[sig[c.p]].w == 'as' and c.p + 1 < e -%}
       {%- do item.update({'alias': toks[sig[c.p + 1]].l}) -%}{%- set c.p = c.p + 2 -%}
-    {%- elif c.p < e and toks[sig[c.p]].k in ('word', 'qid') and toks[sig[c.p]].l not in dbt_ivm.ivm_join_keywords() -%}
+    {%- elif c.p < e and toks[sig[c.p]].k in ('word', 'qid') and toks[sig[c.p]].w not in dbt_ivm.ivm_join_keywords() -%}
       {%- do item.update({'alias': toks[sig[c.p]].l}) -%}{%- set c.p = c.p + 1 -%}
     {%- endif -%}
     {%- do item.update({'alias_given': item.alias is not none}) -%}
@@ -265,17 +279,19 @@
       {%- do item.update({'alias': item.name.split('.')[-1]}) -%}
     {%- endif -%}
     {%- if item.kind == 'upstream' -%}
-      {%- do ctx.rels.append({'upstream': item.upstream, 's': item.name_s, 'e': item.name_e, 'alias': item.alias, 'alias_given': item.alias_given, 'block': block.id}) -%}
+      {%- do ctx.rels.append({'upstream': item.upstream, 's': item.name_s, 'e': item.name_e, 'alias': item.alias,
+          'alias_given': item.alias_given, 'block': block.id}) -%}
     {%- endif -%}
     {#- join condition -#}
-    {%- if c.p < e and toks[sig[c.p]].l in ('on', 'using') -%}
+    {%- if c.p < e and toks[sig[c.p]].w in ('on', 'using') -%}
       {%- set kw = toks[sig[c.p]].l -%}
       {%- set cs = c.p + 1 -%}
       {%- set ce = namespace(e=e) -%}
       {%- for q in range(cs, e) -%}
         {%- set tq = toks[sig[q]] -%}
         {%- set is_call = q + 1 < e and toks[sig[q + 1]].v == '(' -%}
-        {%- if tq.d == base and (tq.v == ',' or (tq.l in ('join', 'inner', 'left', 'right', 'full', 'cross', 'natural', 'lateral') and not is_call)) -%}{%- set ce.e = q -%}{%- break -%}{%- endif -%}
+        {%- if tq.d == base and (tq.v == ',' or (tq.w in ('join', 'inner', 'left', 'right', 'full', 'cross', 'natural',
+            'lateral') and not is_call)) -%}{%- set ce.e = q -%}{%- break -%}{%- endif -%}
       {%- endfor -%}
       {%- do item.update({'on': [cs, ce.e], 'using': kw == 'using'}) -%}
       {%- do dbt_ivm.ivm_check_subqueries(ctx, cs, ce.e, 'join condition') -%}
@@ -290,7 +306,7 @@
     {%- else -%}
       {%- set words = [] -%}
       {%- for _ in range(4) -%}
-        {%- if c.p < e and toks[sig[c.p]].l in ('inner', 'left', 'right', 'full', 'cross', 'outer', 'semi', 'anti', 'natural', 'join', 'lateral') -%}
+        {%- if c.p < e and toks[sig[c.p]].w in ('inner', 'left', 'right', 'full', 'cross', 'outer', 'semi', 'anti', 'natural', 'join', 'lateral') -%}
           {%- do words.append(toks[sig[c.p]].l) -%}{%- set c.p = c.p + 1 -%}
           {%- if words[-1] == 'join' -%}{%- break -%}{%- endif -%}
         {%- else -%}{%- break -%}{%- endif -%}
@@ -349,11 +365,11 @@
   {%- set ns = namespace(has_or=false, between=false) -%}
   {%- for p in range(r.s, r.e) -%}
     {%- set t = toks[sig[p]] -%}
-    {%- if t.d == d and t.l == 'between' -%}{%- set ns.between = true -%}{%- endif -%}
-    {%- if t.d == d and t.l == 'and' -%}
+    {%- if t.d == d and t.w == 'between' -%}{%- set ns.between = true -%}{%- endif -%}
+    {%- if t.d == d and t.w == 'and' -%}
       {%- if ns.between -%}{%- set ns.between = false -%}{%- else -%}{%- do bounds.append(p) -%}{%- endif -%}
     {%- endif -%}
-    {%- if t.d == d and t.l == 'or' -%}{%- set ns.has_or = true -%}{%- endif -%}
+    {%- if t.d == d and t.w == 'or' -%}{%- set ns.has_or = true -%}{%- endif -%}
   {%- endfor -%}
   {%- if ns.has_or -%}{{ return(false) }}{%- endif -%}
   {%- do bounds.append(r.e) -%}
@@ -395,11 +411,11 @@
     {%- set next = toks[sig[p + 1]] if p + 1 < n else {'v': '', 'l': ''} -%}
     {%- set prev = toks[sig[p - 1]].v if p > 0 else '' -%}
     {%- if t.k == 'word' and prev != '.' -%}
-      {%- if t.l in dbt_ivm.ivm_nondeterministic_functions() and (next.v == '(' or t.l in ('current_timestamp', 'current_date', 'localtimestamp')) -%}
+      {%- if t.l in dbt_ivm.ivm_nondeterministic_functions() and (next.v == '(' or t.w in ('current_timestamp', 'current_date', 'localtimestamp')) -%}
         {%- do dbt_ivm.ivm_add_issue(ctx, 'IVM010', tk, p, t.l ~ '()') -%}
       {%- elif next.v == '(' and t.l in dbt_ivm.ivm_generator_functions() -%}
         {%- do dbt_ivm.ivm_add_issue(ctx, 'IVM015', tk, p, t.l ~ '()') -%}
-      {%- elif t.l == 'over' and (next.v == '(' or next.k in ('word', 'qid')) -%}
+      {%- elif t.w == 'over' and (next.v == '(' or next.k in ('word', 'qid')) -%}
         {%- do dbt_ivm.ivm_add_issue(ctx, 'IVM011', tk, p, 'window function (OVER)') -%}
       {%- elif next.v == '(' and t.l in dbt_ivm.ivm_aggregate_functions() -%}
         {%- do aggs.append(dbt_ivm.ivm_aggregate_call(tk, t.l, p)) -%}

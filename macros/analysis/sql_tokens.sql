@@ -6,7 +6,9 @@
 {%- endmacro %}
 
 {#- Returns {'tokens': [{k, v, l, d}], 'sig': [index of every significant token]}:
-    k kind, v text, l lower-case text without backticks, d parenthesis depth before it. -#}
+    k kind, v text, l lower-case text without backticks, w the lower-case word for a keyword
+    check ('' unless k is word: a backticked `select` is a name, never a keyword), d
+    parenthesis depth before it. -#}
 {% macro ivm_tokenize(sql) %}
   {%- set tokens = [] -%}
   {%- set sig = [] -%}
@@ -16,7 +18,7 @@
     {%- set text = m.group(0) -%}
     {%- if text == ')' -%}{%- set ns.depth = ns.depth - 1 -%}{%- endif -%}
     {%- set low = text[1:-1].replace('``', '`').lower() if kind == 'qid' else text.lower() -%}
-    {%- do tokens.append({'k': kind, 'v': text, 'l': low, 'd': ns.depth if text != ')' else ns.depth + 1}) -%}
+    {%- do tokens.append({'k': kind, 'v': text, 'l': low, 'w': low if kind == 'word' else '', 'd': ns.depth if text != ')' else ns.depth + 1}) -%}
     {%- if kind not in ('ws', 'comment') -%}{%- do sig.append(tokens | length - 1) -%}{%- endif -%}
     {%- if text == '(' -%}{%- set ns.depth = ns.depth + 1 -%}{%- endif -%}
   {%- endfor -%}

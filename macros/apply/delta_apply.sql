@@ -29,7 +29,8 @@
     {%- do clauses.append('when matched and __ivm_s.__ivm_count = 0 then delete') -%}
   {%- endif -%}
   {%- do clauses.append('when matched then update set ' ~ dbt_ivm.ivm_delta_set_list(columns)) -%}
-  {%- do clauses.append('when not matched' ~ (' and __ivm_s.__ivm_count > 0' if keys else '') ~ ' then insert ' ~ dbt_ivm.ivm_delta_insert_list(columns)) -%}
+  {%- do clauses.append('when not matched' ~ (' and __ivm_s.__ivm_count > 0' if keys else '') ~ ' then insert ' ~
+      dbt_ivm.ivm_delta_insert_list(columns)) -%}
   {%- set sql -%}
 merge into {{ target }} __ivm_t
 using {{ merged_view }} __ivm_s
@@ -202,7 +203,8 @@ as {{ build_sql }}
   {%- set sql = dbt_ivm.ivm_delta_apply_sql(target, target_columns, stage, plan, repair) -%}
   {%- set rows_deleted = stage.get('rows_deleted') -%}
   {%- if rows_deleted is none -%}
-    {%- set rows_deleted = run_query('select count(*) from ' ~ target ~ ' __ivm_v ' ~ stage.predicates.joins | join(' ') ~ ' where ' ~ stage.predicates.flag).rows[0][0] if stage.rewrite else 0 -%}
+    {%- set rows_deleted = run_query('select count(*) from ' ~ target ~ ' __ivm_v ' ~ stage.predicates.joins | join(' ') ~
+        ' where ' ~ stage.predicates.flag).rows[0][0] if stage.rewrite else 0 -%}
   {%- endif -%}
   {%- call statement('main') -%}{{ sql }}{%- endcall -%}
   {{ return(rows_deleted) }}
@@ -217,9 +219,11 @@ as {{ build_sql }}
   {%- elif d.get('kind') == 'recompute' -%}
     {{ return(dbt_ivm.ivm_delta_recompute_merge_sql(target, columns, d.affected_view, stage.insert_view, d['keys'])) }}
   {%- elif not stage.rewrite -%}
-    {{ return('insert into ' ~ target ~ ' (' ~ dbt_ivm.ivm_quote_all(columns) | join(', ') ~ ') select ' ~ dbt_ivm.ivm_quote_all(columns) | join(', ') ~ ' from ' ~ stage.insert_view) }}
+    {{ return('insert into ' ~ target ~ ' (' ~ dbt_ivm.ivm_quote_all(columns) | join(', ') ~ ') select ' ~
+        dbt_ivm.ivm_quote_all(columns) | join(', ') ~ ' from ' ~ stage.insert_view) }}
   {%- endif -%}
-  {{ return(dbt_ivm.ivm_delta_join_merge_sql(target, target_columns, stage.insert_view, stage.predicates, dbt_ivm.ivm_delta_join_identity(plan, repair))) }}
+  {{ return(dbt_ivm.ivm_delta_join_merge_sql(target, target_columns, stage.insert_view, stage.predicates,
+      dbt_ivm.ivm_delta_join_identity(plan, repair))) }}
 {% endmacro %}
 
 {#- Full build of a Delta table: one CREATE OR REPLACE TABLE (an existing relation that is
@@ -258,12 +262,14 @@ as {{ build_sql }}
     {{ log('dbt_ivm: the interrupted refresh ' ~ interrupted.refresh_id ~ ' committed its write to ' ~ existing
            ~ ': continuing from the versions it reached', info=true) }}
     {#- a plain change log may have advanced while that refresh read its table -#}
-    {%- set repair = none if exact_reads else 'the last refresh was interrupted after its commit, an upstream change log may have advanced during it' -%}
+    {%- set repair = none if exact_reads else 'the last refresh was interrupted after its commit, an upstream change log may have '
+        'advanced during it' -%}
     {{ return({'last_success': {'versions': interrupted.versions, 'definition_hash': interrupted.definition_hash,
                                 'logged_at': interrupted.logged_at}, 'repair': repair}) }}
   {%- endif -%}
   {%- if state.last_success is none -%}{{ return(state) }}{%- endif -%}
-  {{ log('dbt_ivm: the interrupted refresh ' ~ state.interrupted.refresh_id ~ ' did not commit to ' ~ existing ~ ': refreshing from the last successful one', info=true) }}
+  {{ log('dbt_ivm: the interrupted refresh ' ~ state.interrupted.refresh_id ~ ' did not commit to ' ~ existing ~
+      ': refreshing from the last successful one', info=true) }}
   {%- set repair = 'an upstream change log advanced during the last refresh' if state.last_success.get('logs_advanced') else none -%}
   {{ return({'last_success': state.last_success, 'repair': repair}) }}
 {% endmacro %}

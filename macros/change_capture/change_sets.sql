@@ -132,7 +132,8 @@ where (not f.__ivm_is_new or l.__ivm_is_new)
   {%- if version is none -%}
     {{ return('(select ' ~ cols ~ ' from ' ~ up.relation ~ ' where false)') }}
   {%- endif -%}
-  {{ return('(select ' ~ cols ~ ' from ' ~ up.relation ~ ' where ' ~ dbt_ivm.ivm_quote(up.watermark) ~ ' <= ' ~ dbt_ivm.ivm_version_literal(up, version, columns) ~ ')') }}
+  {{ return('(select ' ~ cols ~ ' from ' ~ up.relation ~ ' where ' ~ dbt_ivm.ivm_quote(up.watermark) ~ ' <= ' ~
+      dbt_ivm.ivm_version_literal(up, version, columns) ~ ')') }}
 {% endmacro %}
 
 {#- The upstreams whose reads may run ahead of the version a refresh fixed: change logs

@@ -250,7 +250,8 @@
 {#- The first version after `after` at which a Delta table was replaced (CREATE OR REPLACE,
     REPLACE TABLE: an ivm model's full build), or none; commits from ivm_delta_commits. -#}
 {% macro ivm_delta_rebuilt_at(commits, after) %}
-  {%- for v in commits.keys() | sort if v > (after | int) and (commits[v].op.startswith('CREATE OR REPLACE') or commits[v].op.startswith('REPLACE TABLE')) -%}
+  {%- for v in commits.keys() | sort if v > (after | int) and (commits[v].op.startswith('CREATE OR '
+      'REPLACE') or commits[v].op.startswith('REPLACE TABLE')) -%}
     {{ return(v) }}
   {%- endfor -%}
   {{ return(none) }}

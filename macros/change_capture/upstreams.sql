@@ -34,7 +34,8 @@
     {%- set key = [key] if key is string else (key or []) -%}
     {%- do dbt_ivm.ivm_check_declared_names(model, display, meta, key) -%}
     {%- set problems = [] -%}
-    {%- set yaml_where = ("sources: [{name: " ~ node.source_name ~ ", tables: [{name: " ~ node.name ~ ", meta: {ivm: {") if is_source else ("models: [{name: " ~ node.name ~ ", config: {meta: {ivm: {") -%}
+    {%- set yaml_where = ("sources: [{name: " ~ node.source_name ~ ", tables: [{name: " ~ node.name ~
+        ", meta: {ivm: {") if is_source else ("models: [{name: " ~ node.name ~ ", config: {meta: {ivm: {") -%}
     {%- set yaml_end = '}}}]}]' if is_source else '}}}}]' -%}
     {%- set feed = 'delta' if meta.get('change_feed') == 'delta' and not meta.get('change_log') else none -%}
     {%- if not feed and key and not meta.get('change_log') and not meta.get('watermark') -%}
@@ -51,15 +52,20 @@
       {%- set kind = 'change_log' -%}
       {%- set change_log = relation -%}
       {%- if not key -%}
-        {%- do problems.append({'code': 'IVM030', 'fix': 'a change feed is netted per row key: add `unique_key: [<key column>, ...]` next to change_feed in ' ~ yaml_where ~ "change_feed: delta, unique_key: [id]" ~ yaml_end}) -%}
+        {%- do problems.append({'code': 'IVM030',
+            'fix': 'a change feed is netted per row key: add `unique_key: [<key column>, ...]` next to change_feed in ' ~
+                yaml_where ~ "change_feed: delta, unique_key: [id]" ~ yaml_end}) -%}
       {%- endif -%}
     {%- elif meta.get('change_log') -%}
       {%- set kind = 'change_log' -%}
       {%- set log_text = meta.change_log -%}
       {%- set log_parts = log_text.split('.') -%}
-      {%- set change_log = api.Relation.create(database=node.database, schema=(log_parts[-2] if log_parts | length > 1 else node.schema), identifier=log_parts[-1]) -%}
+      {%- set change_log = api.Relation.create(database=node.database,
+          schema=(log_parts[-2] if log_parts | length > 1 else node.schema), identifier=log_parts[-1]) -%}
       {%- if not key -%}
-        {%- do problems.append({'code': 'IVM030', 'fix': 'a change log is netted per row key: add `unique_key: [<key column>, ...]` next to change_log in ' ~ yaml_where ~ "change_log: " ~ log_text ~ ", unique_key: [id]" ~ yaml_end}) -%}
+        {%- do problems.append({'code': 'IVM030',
+            'fix': 'a change log is netted per row key: add `unique_key: [<key column>, ...]` next to change_log in ' ~
+                yaml_where ~ "change_log: " ~ log_text ~ ", unique_key: [id]" ~ yaml_end}) -%}
       {%- endif -%}
     {%- elif meta.get('watermark') -%}
       {%- set kind = 'append_only' -%}
@@ -67,7 +73,10 @@
     {%- else -%}
       {%- set kind = none -%}
       {%- set change_log = none -%}
-      {%- do problems.append({'code': 'IVM031', 'fix': 'declare how changes of ' ~ display ~ ' are read, e.g. ' ~ yaml_where ~ "unique_key: [id], change_log: " ~ identifier ~ "_changes" ~ yaml_end ~ "  or, for a Delta table with change data feed, only its key {ivm: {unique_key: [id]}}, or, for an append-only table, {ivm: {watermark: loaded_at}}"}) -%}
+      {%- do problems.append({'code': 'IVM031', 'fix': 'declare how changes of ' ~ display ~ ' are read, e.g. ' ~ yaml_where ~
+          "unique_key: [id], change_log: " ~ identifier ~ "_changes" ~ yaml_end ~
+              "  or, for a Delta table with change data feed, only its key {ivm: {unique_key: [id]}}, or, for an append-only "
+                  "table, {ivm: {watermark: loaded_at}}"}) -%}
     {%- endif -%}
     {%- set base_name = modules.re.sub('[^a-z0-9_]', '_', node.name.lower()) -%}
     {%- set short = base_name if base_name not in used_names else base_name ~ '_' ~ loop.index0 -%}
@@ -96,7 +105,8 @@
   {%- for up in upstreams if up.feed in ('detect', 'ivm') -%}
     {%- set r = up.relation -%}
     {%- if adapter.get_relation(database=r.database, schema=r.schema, identifier=r.identifier) is none -%}
-      {{ exceptions.raise_compiler_error("Model '" ~ model.name ~ "': upstream " ~ up.name ~ ' (' ~ r ~ ') does not exist. Build or load it first.') }}
+      {{ exceptions.raise_compiler_error("Model '" ~ model.name ~ "': upstream " ~ up.name ~ ' (' ~ r ~
+          ') does not exist. Build or load it first.') }}
     {%- endif -%}
     {%- set described = run_query('describe table extended ' ~ r).rows -%}
     {%- if up.feed == 'ivm' -%}
@@ -109,7 +119,9 @@
     {%- else -%}
       {%- do up.update({'kind': none, 'feed': none, 'change_log': none, 'hidden': [], 'problems': [{'code': 'IVM031',
           'fix': up.name ~ ' declares only unique_key, which is enough for a Delta table with change data feed, but it is ' ~ found.what
-                 ~ ": turn the feed on (ALTER TABLE " ~ r ~ " SET TBLPROPERTIES ('delta.enableChangeDataFeed' = 'true')) on a Delta table, or declare change_log: <relation> (or watermark: <column>) next to unique_key"}]}) -%}
+                 ~ ": turn the feed on (ALTER TABLE " ~ r ~
+                     " SET TBLPROPERTIES ('delta.enableChangeDataFeed' = 'true')) on a Delta table, or declare change_log: "
+                         "<relation> (or watermark: <column>) next to unique_key"}]}) -%}
     {%- endif -%}
   {%- endfor -%}
   {{ return(upstreams) }}

@@ -25,7 +25,8 @@
   {%- if spec.kind == 'distinct' -%}
     {{ return('select ' ~ cols ~ ', ' ~ sign ~ ' as __ivm_sign from (\n' ~ term ~ '\n) __ivm_t') }}
   {%- endif -%}
-  {{ return('select ' ~ cols ~ ', ' ~ sign ~ ' as __ivm_sign from (\n' ~ term ~ '\n) __ivm_t(' ~ (dbt_ivm.ivm_quote_all(names) + spec.signs) | join(', ') ~ ')') }}
+  {{ return('select ' ~ cols ~ ', ' ~ sign ~ ' as __ivm_sign from (\n' ~ term ~ '\n) __ivm_t(' ~
+      (dbt_ivm.ivm_quote_all(names) + spec.signs) | join(', ') ~ ')') }}
 {% endmacro %}
 
 {#- Signed per-group deltas: the delta template evaluated on each signed change term, the
@@ -64,7 +65,8 @@ group by {{ dbt_ivm.ivm_quote_all(keys) | join(', ') }}
 {% macro ivm_affected_groups_sql(spec, names, keys, terms) %}
   {%- set parts = [] -%}
   {%- for t in terms -%}
-    {%- do parts.append('select ' ~ (dbt_ivm.ivm_quote_all(keys) | join(', ') if keys else '1 as __ivm_one') ~ ' from (\n' ~ dbt_ivm.ivm_signed_term_sql(spec, names, t) ~ '\n) __ivm_s') -%}
+    {%- do parts.append('select ' ~ (dbt_ivm.ivm_quote_all(keys) | join(', ') if keys else '1 as __ivm_one') ~ ' from (\n' ~
+        dbt_ivm.ivm_signed_term_sql(spec, names, t) ~ '\n) __ivm_s') -%}
   {%- endfor -%}
   {{ return('select distinct * from (\n' ~ parts | join('\nunion all\n') ~ '\n) __ivm_a') }}
 {% endmacro %}
@@ -160,6 +162,7 @@ from (
   {%- if not keys -%}{{ return({'joins': [], 'flag': '(true)'}) }}{%- endif -%}
   {%- set on = [] -%}
   {%- for k in keys -%}{%- do on.append(alias ~ '.' ~ dbt_ivm.ivm_quote(k) ~ ' <=> __ivm_k.' ~ dbt_ivm.ivm_quote(k)) -%}{%- endfor -%}
-  {{ return({'joins': ['left join (select distinct ' ~ dbt_ivm.ivm_quote_all(keys) | join(', ') ~ ', true as __ivm_hit from ' ~ keys_view ~ ') __ivm_k on ' ~ on | join(' and ')],
+  {{ return({'joins': ['left join (select distinct ' ~ dbt_ivm.ivm_quote_all(keys) | join(', ') ~ ', true as __ivm_hit from ' ~
+      keys_view ~ ') __ivm_k on ' ~ on | join(' and ')],
              'flag': '(__ivm_k.__ivm_hit is not null)'}) }}
 {% endmacro %}

@@ -27,7 +27,8 @@
   {%- set sign_names = [] -%}
   {%- for i in signs | sort -%}{%- do sign_names.append(signs[i][0].name) -%}{%- endfor -%}
   {%- if aggregation.kind == 'distinct' -%}
-    {%- set edits = [{'s': main.distinct_pos, 'e': from_kw, 'text': ' ' ~ dbt_ivm.ivm_range_text(parsed, main.select_s, from_kw) ~ ', count(*) as __ivm_count '}] -%}
+    {%- set edits = [{'s': main.distinct_pos, 'e': from_kw, 'text': ' ' ~ dbt_ivm.ivm_range_text(parsed, main.select_s, from_kw) ~
+        ', count(*) as __ivm_count '}] -%}
     {{ return({'kind': 'distinct', 'full': dbt_ivm.ivm_rewrite_template(parsed, hidden, edits, '\ngroup by all'),
                'delta': dbt_ivm.ivm_rewrite_template(parsed, signs, edits, '\ngroup by all'), 'signs': sign_names,
                'groups': [], 'states': [], 'calls': [], 'items': main['items'], 'parsed': parsed}) }}

@@ -82,7 +82,8 @@
 {#- A changed upstream as it was at the stored version. -#}
 {% macro ivm_old_version_sql(p) %}
   {%- if p.up.kind == 'change_log' -%}
-    {{ return('(select * from ' ~ dbt_ivm.ivm_unchanged_rows_sql(p) ~ ' __ivm_u union all select * from ' ~ dbt_ivm.ivm_old_images_sql(p) ~ ' __ivm_o)') }}
+    {{ return('(select * from ' ~ dbt_ivm.ivm_unchanged_rows_sql(p) ~ ' __ivm_u union all select * from ' ~
+        dbt_ivm.ivm_old_images_sql(p) ~ ' __ivm_o)') }}
   {%- endif -%}
   {{ return(dbt_ivm.ivm_snapshot_sql(p.up, p.columns, p['from'])) }}
 {% endmacro %}
@@ -101,7 +102,8 @@
   {%- if p.up.kind == 'change_log' -%}
     {%- set match = [] -%}
     {%- for k in p.up.unique_key -%}{%- do match.append('__ivm_s.' ~ dbt_ivm.ivm_quote(k) ~ ' <=> __ivm_k.' ~ dbt_ivm.ivm_quote(k)) -%}{%- endfor -%}
-    {{ return('(select __ivm_s.* from ' ~ dbt_ivm.ivm_snapshot_sql(p.up, p.columns, p.to) ~ ' __ivm_s left anti join ' ~ p.change_view ~ ' __ivm_k on ' ~ match | join(' and ') ~ ')') }}
+    {{ return('(select __ivm_s.* from ' ~ dbt_ivm.ivm_snapshot_sql(p.up, p.columns, p.to) ~ ' __ivm_s left anti join ' ~
+        p.change_view ~ ' __ivm_k on ' ~ match | join(' and ') ~ ')') }}
   {%- endif -%}
   {{ return(dbt_ivm.ivm_snapshot_sql(p.up, p.columns, p['from'])) }}
 {% endmacro %}

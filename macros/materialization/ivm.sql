@@ -23,10 +23,11 @@
     {%- set codes = analysis.issues | map(attribute='code') | unique | join(', ') -%}
     {%- do entry.update({'path': 'full', 'reason': 'not maintainable (' ~ codes ~ '); ivm_on_unsupported=full_rebuild',
                          'table_version': dbt_ivm.ivm_table_stamp(started_at, none)}) -%}
-    {{ log('dbt_ivm: ' ~ model.name ~ ' cannot be maintained incrementally (' ~ codes ~ '): rebuilding it in full as ivm_on_unsupported=full_rebuild asks', info=true) }}
+    {{ log('dbt_ivm: ' ~ model.name ~ ' cannot be maintained incrementally (' ~ codes ~
+        '): rebuilding it in full as ivm_on_unsupported=full_rebuild asks', info=true) }}
     {{ run_hooks(pre_hooks) }}
     {%- do dbt_ivm.ivm_build_full(target_relation, existing, sql, dbt_ivm.ivm_checked_definition(analysis.parsed, sql), settings, entry) -%}
-    {%- do dbt_ivm.ivm_release_lease_generation(lease, entry.refresh_id) -%}
+    {%- do dbt_ivm.ivm_free_lease(lease.prefix, lease.generation, entry.refresh_id) -%}
     {{ run_hooks(post_hooks) }}
     {{ return({'relations': [target_relation]}) }}
   {%- endif -%}
@@ -69,7 +70,8 @@
   {%- set tk = analysis.parsed.tk -%}
   {%- set words = [] -%}
   {%- for i in tk.sig -%}{%- do words.append(tk.tokens[i].v) -%}{%- endfor -%}
-  {%- set definition_hash = local_md5(words | join(' ') ~ tojson(declarations) ~ tojson(settings.partition_by) ~ (' delta' if settings.file_format == 'delta' else '')) -%}
+  {%- set definition_hash = local_md5(words | join(' ') ~ tojson(declarations) ~ tojson(settings.partition_by) ~
+      (' delta' if settings.file_format == 'delta' else '')) -%}
   {%- set state = dbt_ivm.ivm_read_state(model.unique_id) -%}
   {%- if settings.file_format == 'delta' and existing is not none and state.get('interrupted') -%}
     {%- set exact = not dbt_ivm.ivm_read_ahead_upstreams(plan | map(attribute='up') | list) -%}
@@ -109,7 +111,7 @@
     {%- do dbt_ivm.ivm_build_full(target_relation, existing, dbt_ivm.ivm_fill_relations(template, relations), definition, settings, entry) -%}
   {%- endif -%}
 
-  {%- do dbt_ivm.ivm_release_lease_generation(lease, entry.refresh_id) -%}
+  {%- do dbt_ivm.ivm_free_lease(lease.prefix, lease.generation, entry.refresh_id) -%}
   {{ run_hooks(post_hooks) }}
   {{ return({'relations': [target_relation]}) }}
 {% endmaterialization %}

@@ -4,21 +4,28 @@
 {% macro ivm_model_settings(model) %}
   {%- set on_unsupported = config.get('ivm_on_unsupported', 'error') -%}
   {%- if on_unsupported not in ('error', 'full_rebuild') -%}
-    {{ exceptions.raise_compiler_error("Model '" ~ model.name ~ "': ivm_on_unsupported must be 'error' or 'full_rebuild', got '" ~ on_unsupported ~ "'.") }}
+    {{ exceptions.raise_compiler_error("Model '" ~ model.name ~ "': ivm_on_unsupported must be 'error' or 'full_rebuild', got '" ~
+        on_unsupported ~ "'.") }}
   {%- endif -%}
   {%- set file_format = config.get('file_format') or 'parquet' -%}
   {%- if file_format not in ('parquet', 'delta') -%}
-    {{ exceptions.raise_compiler_error("Model '" ~ model.name ~ "': materialized='ivm' stores tables as parquet or delta; file_format='" ~ file_format ~ "' is not supported. Remove file_format or set it to 'parquet' or 'delta'.") }}
+    {{ exceptions.raise_compiler_error("Model '" ~ model.name ~
+        "': materialized='ivm' stores tables as parquet or delta; file_format='" ~ file_format ~
+            "' is not supported. Remove file_format or set it to 'parquet' or 'delta'.") }}
   {%- endif -%}
   {%- set on_feed_error = config.get('ivm_on_change_feed_error', 'fail') -%}
   {%- if on_feed_error not in ('fail', 'rebuild') -%}
-    {{ exceptions.raise_compiler_error("Model '" ~ model.name ~ "': ivm_on_change_feed_error must be 'fail' or 'rebuild', got '" ~ on_feed_error ~ "'.") }}
+    {{ exceptions.raise_compiler_error("Model '" ~ model.name ~ "': ivm_on_change_feed_error must be 'fail' or 'rebuild', got '" ~
+        on_feed_error ~ "'.") }}
   {%- endif -%}
   {%- set partition_by = config.get('partition_by') -%}
   {%- set partition_by = [partition_by] if partition_by is string else (partition_by or []) -%}
   {%- set rebuild_above = config.get('ivm_rebuild_above', 0.05) -%}
-  {%- if rebuild_above is not none and rebuild_above is not false and (rebuild_above is sameas true or rebuild_above is not number or rebuild_above <= 0) -%}
-    {{ exceptions.raise_compiler_error("Model '" ~ model.name ~ "': ivm_rebuild_above must be a positive number (changed rows as a fraction of the changed upstreams' rows, e.g. 0.05) or false to never rebuild for size, got '" ~ rebuild_above ~ "'.") }}
+  {%- if rebuild_above is not none and rebuild_above is not false
+        and (rebuild_above is sameas true or rebuild_above is not number or rebuild_above <= 0) -%}
+    {{ exceptions.raise_compiler_error("Model '" ~ model.name ~
+        "': ivm_rebuild_above must be a positive number (changed rows as a fraction of the changed upstreams' rows, e.g. 0.05) or "
+            "false to never rebuild for size, got '" ~ rebuild_above ~ "'.") }}
   {%- endif -%}
   {%- set settings = {'lease_wait': config.get('ivm_lease_wait', 0), 'lease_timeout': config.get('ivm_lease_timeout', 3600)} -%}
   {%- for key, value in settings.items() if value is sameas true or value is not number or value < 0 or (key == 'lease_timeout' and value == 0) -%}
@@ -35,7 +42,8 @@
 {% macro ivm_checked_columns(model, up) %}
   {%- set columns = adapter.get_columns_in_relation(up.relation) -%}
   {%- if not columns -%}
-    {{ exceptions.raise_compiler_error("Model '" ~ model.name ~ "': upstream " ~ up.name ~ ' (' ~ up.relation ~ ') does not exist. Build or load it first.') }}
+    {{ exceptions.raise_compiler_error("Model '" ~ model.name ~ "': upstream " ~ up.name ~ ' (' ~ up.relation ~
+        ') does not exist. Build or load it first.') }}
   {%- endif -%}
   {%- if up.kind == 'change_log' and up.get('feed') not in ('delta', 'ivm') -%}
     {%- set log_names = adapter.get_columns_in_relation(up.change_log) | map(attribute='name') | map('lower') | list -%}
@@ -45,11 +53,14 @@
     {%- endfor -%}
     {%- if missing -%}
       {%- set problem = 'does not exist' if not log_names else 'lacks the columns ' ~ missing | join(', ') -%}
-      {{ exceptions.raise_compiler_error("Model '" ~ model.name ~ "' cannot be maintained incrementally (materialized='ivm'):\n  IVM032 the change log " ~ up.change_log ~ ' declared for upstream ' ~ up.name ~ ' ' ~ problem ~ ".\n         fix: " ~ dbt_ivm.ivm_restriction_catalog()['IVM032'].fix ~ '.') }}
+      {{ exceptions.raise_compiler_error("Model '" ~ model.name ~
+          "' cannot be maintained incrementally (materialized='ivm'):\n  IVM032 the change log " ~ up.change_log ~
+              ' declared for upstream ' ~ up.name ~ ' ' ~ problem ~ ".\n         fix: " ~ dbt_ivm.ivm_restriction_catalog()['IVM032'].fix ~ '.') }}
     {%- endif -%}
   {%- endif -%}
   {%- if up.kind == 'append_only' and up.watermark | lower not in (columns | map(attribute='name') | map('lower') | list) -%}
-    {{ exceptions.raise_compiler_error("Model '" ~ model.name ~ "': the watermark column '" ~ up.watermark ~ "' declared for upstream " ~ up.name ~ ' is not a column of ' ~ up.relation ~ '.') }}
+    {{ exceptions.raise_compiler_error("Model '" ~ model.name ~ "': the watermark column '" ~ up.watermark ~
+        "' declared for upstream " ~ up.name ~ ' is not a column of ' ~ up.relation ~ '.') }}
   {%- endif -%}
   {{ return(columns) }}
 {% endmacro %}
@@ -67,10 +78,10 @@
   {{ return(((modules.datetime.datetime.utcnow() - started_at).total_seconds() * 1000) | round / 1000) }}
 {% endmacro %}
 
-{#- Build (or rebuild) the table from build_sql and keep the plain definition as a view.
-    entry.row_key (column names, or 'visible' for all columns of the definition) is
+{#- Build (or rebuild) the table from build_sql and keep the plain definition (from
+    ivm_checked_definition) as a view. entry.row_key (column names, or 'visible' for all columns of the definition) is
     recorded as the table property dbt_ivm.row_key, for ivm models that read this one. -#}
-{% macro ivm_build_full(target, existing, build_sql, definition_sql, settings, entry) %}
+{% macro ivm_build_full(target, existing, build_sql, definition, settings, entry) %}
   {%- do entry.update({'status': 'started'}) -%}
   {%- set existing_is_delta = settings.get('file_format') == 'delta' and dbt_ivm.ivm_is_delta_table(existing) -%}
   {%- if settings.get('file_format') == 'delta' -%}
@@ -78,11 +89,8 @@
   {%- endif -%}
   {%- do dbt_ivm.ivm_log_refresh(model, target, entry) -%}
   {%- set definition_view = dbt_ivm.ivm_definition_view(target) -%}
-  {%- do run_query('create or replace view ' ~ definition_view ~ ' as ' ~ definition_sql) -%}
-  {%- set row_key = entry.get('row_key') -%}
-  {%- if row_key == 'visible' -%}
-    {%- set row_key = adapter.get_columns_in_relation(definition_view) | map(attribute='name') | list -%}
-  {%- endif -%}
+  {%- do run_query('create or replace view ' ~ definition_view ~ ' as ' ~ definition.sql) -%}
+  {%- set row_key = definition.columns if entry.get('row_key') == 'visible' else entry.get('row_key') -%}
   {%- set properties = {'dbt_ivm.row_key': row_key | join(',')} if row_key else {} -%}
   {%- if settings.get('file_format') == 'delta' -%}
     {%- do dbt_ivm.ivm_delta_build(target, existing, existing_is_delta, build_sql, settings.partition_by, properties) -%}
@@ -196,9 +204,11 @@
       {%- do temp_views.append(view) -%}
       {%- do p.update({'change_view': view}) -%}
       {%- do dbt_ivm.ivm_cache_view(view, dbt_ivm.ivm_netted_changes_sql(p.up, p.columns, after, p.to, spec is not none)) -%}
-      {%- do counters.append('(select named_struct(\'rows\', count(*), \'old\', count_if(__ivm_old), \'new\', count_if(__ivm_new), \'base\', ' ~ base ~ ') from ' ~ view ~ ')') -%}
+      {%- do counters.append('(select named_struct(\'rows\', count(*), \'old\', count_if(__ivm_old), \'new\', count_if(__ivm_new), \'base\', '
+          ~ base ~ ') from ' ~ view ~ ')') -%}
     {%- elif p.changed -%}
-      {%- do counters.append('(select named_struct(\'rows\', count(*), \'old\', 0L, \'new\', count(*), \'base\', ' ~ base ~ ') from ' ~ p.up.relation ~ ' where ' ~ dbt_ivm.ivm_watermark_window(p) ~ ')') -%}
+      {%- do counters.append('(select named_struct(\'rows\', count(*), \'old\', 0L, \'new\', count(*), \'base\', ' ~ base ~
+          ') from ' ~ p.up.relation ~ ' where ' ~ dbt_ivm.ivm_watermark_window(p) ~ ')') -%}
     {%- endif -%}
   {%- endfor -%}
   {%- set changed = plan | selectattr('changed') | list -%}
@@ -221,7 +231,8 @@
   {%- if settings.rebuild_above and nv.rows > 0 and nv.rows > settings.rebuild_above * nv.base -%}
     {%- do dbt_ivm.ivm_drop_temp_views(temp_views) -%}
     {%- set share = (100.0 * nv.rows / [nv.base, 1] | max) | round(1) -%}
-    {{ return(nv.rows ~ ' changed rows = ' ~ share ~ '% of the ' ~ nv.base ~ ' rows of the changed upstreams, above ivm_rebuild_above=' ~ settings.rebuild_above ~ ': rebuilding is cheaper') }}
+    {{ return(nv.rows ~ ' changed rows = ' ~ share ~ '% of the ' ~ nv.base ~
+        ' rows of the changed upstreams, above ivm_rebuild_above=' ~ settings.rebuild_above ~ ': rebuilding is cheaper') }}
   {%- endif -%}
 
   {%- if nv.rows == 0 and not state.repair -%}
@@ -230,7 +241,8 @@
     {%- do dbt_ivm.ivm_drop_temp_views(temp_views) -%}
     {%- do dbt_ivm.ivm_lap(phases, 'bookkeeping', clock) -%}
     {%- do entry.update({'table_version': (state.last_success or {}).get('table_version'), 'changes_logged': true}) -%}
-    {%- do entry.update({'status': 'success', 'path': 'no-op', 'reason': reason, 'rows_inserted': 0, 'rows_deleted': 0, 'phase_s': phases, 'duration_s': dbt_ivm.ivm_seconds_since(entry.started_at)}) -%}
+    {%- do entry.update({'status': 'success', 'path': 'no-op', 'reason': reason, 'rows_inserted': 0, 'rows_deleted': 0,
+        'phase_s': phases, 'duration_s': dbt_ivm.ivm_seconds_since(entry.started_at)}) -%}
     {%- do dbt_ivm.ivm_log_refresh(model, target, entry) -%}
     {{ log('dbt_ivm: ' ~ model.name ~ ': no-op (' ~ reason ~ ')', info=true) }}
     {{ return(none) }}
@@ -241,7 +253,8 @@
   {%- if spec is none -%}
     {%- set stage = dbt_ivm.ivm_stage_join_changes(target, template, plan, state, prefix, temp_views, nv.old > 0 or state.repair) -%}
   {%- else -%}
-    {%- set stage = dbt_ivm.ivm_stage_aggregate_changes(spec, target, target_columns, plan, prefix, temp_views, nv.old > 0, settings.partition_by | length > 0) -%}
+    {%- set stage = dbt_ivm.ivm_stage_aggregate_changes(spec, target, target_columns, plan, prefix, temp_views, nv.old > 0,
+        settings.partition_by | length > 0) -%}
   {%- endif -%}
   {%- set steps = [] -%}
   {%- for p in changed if change_rows[p.up.name] > 0 or state.repair -%}
@@ -273,7 +286,8 @@
   {%- else -%}
     {%- set rows_deleted = stage.get('rows_deleted') -%}
     {%- if rows_deleted is none -%}
-      {%- set rows_deleted = run_query('select count(*) from ' ~ target ~ ' __ivm_v ' ~ stage.predicates.joins | join(' ') ~ ' where ' ~ stage.predicates.flag).rows[0][0] -%}
+      {%- set rows_deleted = run_query('select count(*) from ' ~ target ~ ' __ivm_v ' ~ stage.predicates.joins | join(' ') ~
+          ' where ' ~ stage.predicates.flag).rows[0][0] -%}
     {%- endif -%}
     {%- do dbt_ivm.ivm_apply_rewrite(target, columns, stage.insert_view, stage.predicates) -%}
   {%- endif -%}
@@ -285,7 +299,8 @@
                        'logs_advanced': advanced, 'phase_s': phases,
                        'duration_s': dbt_ivm.ivm_seconds_since(entry.started_at)}) -%}
   {%- do dbt_ivm.ivm_log_refresh(model, target, entry) -%}
-  {{ log('dbt_ivm: ' ~ model.name ~ ': incremental (' ~ reason ~ '), -' ~ rows_deleted ~ ' +' ~ stage.rows_inserted ~ ' rows in ' ~ entry.duration_s ~ ' s', info=true) }}
+  {{ log('dbt_ivm: ' ~ model.name ~ ': incremental (' ~ reason ~ '), -' ~ rows_deleted ~ ' +' ~ stage.rows_inserted ~
+      ' rows in ' ~ entry.duration_s ~ ' s', info=true) }}
   {{ return(none) }}
 {% endmacro %}
 
@@ -340,7 +355,8 @@
     {%- if spec.kind == 'distinct' -%}
       {%- set what = 'row multiplicities' -%}
     {%- else -%}
-      {%- set what = 'signed count/sum deltas' if has_deletes else ('counts/sums and least/greatest' if spec.states | selectattr('merge', 'ne', 'add') | list else 'counts/sums') -%}
+      {%- set what = 'signed count/sum deltas' if has_deletes else ('counts/sums and '
+          'least/greatest' if spec.states | selectattr('merge', 'ne', 'add') | list else 'counts/sums') -%}
     {%- endif -%}
     {%- set reason = ('deletes or updates' if has_deletes else 'insert-only') ~ ': merged ' ~ what ~ ' into ' ~ counts[0] ~ ' group(s)' -%}
     {%- set predicates = dbt_ivm.ivm_group_delete_predicates(merged_view, keys, '__ivm_v') -%}
@@ -352,9 +368,11 @@
     {%- set relations = {} -%}
     {%- for p in plan -%}{%- do relations.update({p.index: dbt_ivm.ivm_snapshot_sql(p.up, p.columns, p.to)}) -%}{%- endfor -%}
     {%- do temp_views.append(insert_view) -%}
-    {%- do dbt_ivm.ivm_cache_view(insert_view, dbt_ivm.ivm_aggregate_recompute_sql(dbt_ivm.ivm_fill_relations(spec.full, relations), affected_view, keys)) -%}
+    {%- do dbt_ivm.ivm_cache_view(insert_view, dbt_ivm.ivm_aggregate_recompute_sql(dbt_ivm.ivm_fill_relations(spec.full,
+        relations), affected_view, keys)) -%}
     {%- set predicates = dbt_ivm.ivm_group_delete_predicates(affected_view, keys, '__ivm_v') -%}
-    {%- set counts = run_query('select (select count(*) from ' ~ affected_view ~ '), (select count(*) from ' ~ insert_view ~ '), (select count(*) from ' ~ target ~ ' __ivm_v ' ~ predicates.joins | join(' ') ~ ' where ' ~ predicates.flag ~ ')').rows[0] -%}
+    {%- set counts = run_query('select (select count(*) from ' ~ affected_view ~ '), (select count(*) from ' ~ insert_view ~
+        '), (select count(*) from ' ~ target ~ ' __ivm_v ' ~ predicates.joins | join(' ') ~ ' where ' ~ predicates.flag ~ ')').rows[0] -%}
     {%- set why = 'min/max after deletes or updates' if spec.refresh.inserts == 'merge' else 'HAVING or an aggregate without a mergeable state' -%}
     {%- set reason = why ~ ': recomputed ' ~ counts[0] ~ ' affected group(s) from the definition' -%}
     {%- set multi = true -%}
@@ -399,7 +417,8 @@
     {%- set ns.deleted = ns.deleted + r[n + 1] -%}
     {%- if r[n] == r[n + 1] and tojson(r[:n] | list) not in gained -%}
       {%- set spec = [] -%}
-      {%- for c in pcols -%}{%- do spec.append(c ~ ' = ' ~ (dbt_ivm.ivm_string_literal(r[loop.index0]) if r[loop.index0] is not none else 'null')) -%}{%- endfor -%}
+      {%- for c in pcols -%}{%- do spec.append(c ~ ' = ' ~
+          (dbt_ivm.ivm_string_literal(r[loop.index0]) if r[loop.index0] is not none else 'null')) -%}{%- endfor -%}
       {%- do emptied.append(spec | join(', ')) -%}
     {%- endif -%}
   {%- endfor -%}
@@ -413,7 +432,8 @@
     {%- set match = [] -%}
     {%- for c in partition_by -%}
       {%- set v = values[loop.index0] -%}
-      {%- do match.append('__ivm_v.' ~ dbt_ivm.ivm_quote(c) ~ ' <=> ' ~ ('cast(' ~ dbt_ivm.ivm_string_literal(v) ~ ' as ' ~ types[c] ~ ')' if v is not none else 'null')) -%}
+      {%- do match.append('__ivm_v.' ~ dbt_ivm.ivm_quote(c) ~ ' <=> ' ~ ('cast(' ~ dbt_ivm.ivm_string_literal(v) ~ ' as ' ~
+          types[c] ~ ')' if v is not none else 'null')) -%}
     {%- endfor -%}
     {%- do in_affected.append('(' ~ match | join(' and ') ~ ')') -%}
   {%- endfor -%}

@@ -11,8 +11,8 @@
     and a generation is dropped only when four newer ones exist, so no reader sees a table
     vanish under it. -#}
 
-{% macro ivm_lease_prefix(target_relation) %}
-  {%- set key = (target_relation.schema ~ '__' ~ target_relation.identifier) | lower -%}
+{% macro ivm_lease_prefix(schema, identifier) %}
+  {%- set key = (schema ~ '__' ~ identifier) | lower -%}
   {{ return('__ivm_lease__' ~ modules.re.sub('[^a-z0-9_]', '_', key) ~ '__g') }}
 {% endmacro %}
 
@@ -32,6 +32,11 @@
     {%- endif -%}
   {%- endfor -%}
   {{ return(found) }}
+{% endmacro %}
+
+{#- The newest lease generation of a table (0: none yet, free). -#}
+{% macro ivm_lease_top(prefix) %}
+  {{ return(dbt_ivm.ivm_lease_generations(prefix ~ '*').get(prefix, [0]) | max) }}
 {% endmacro %}
 
 {#- {'holder', 'since' (datetime, UTC)} of one lease generation, by its exact name. -#}
@@ -63,7 +68,7 @@
 {% endmacro %}
 
 {% macro default__ivm_acquire_lease(model, target_relation, refresh_id, settings) %}
-  {%- set prefix = dbt_ivm.ivm_lease_prefix(target_relation) -%}
+  {%- set prefix = dbt_ivm.ivm_lease_prefix(target_relation.schema, target_relation.identifier) -%}
   {%- set deadline = modules.datetime.datetime.utcnow() + modules.datetime.timedelta(seconds=settings.lease_wait) -%}
   {%- set state = {'lease': none, 'holder': none, 'done': false} -%}
   {#- each attempt reads the newest generation and takes the lease when it is free or dead;
@@ -72,7 +77,7 @@
     {%- if attempt > 0 -%}
       {%- do run_query("select reflect('java.lang.Thread', 'sleep', 5000L)") -%}
     {%- endif -%}
-    {%- set top = dbt_ivm.ivm_lease_generations(prefix ~ '*').get(prefix, [0]) | max -%}
+    {%- set top = dbt_ivm.ivm_lease_top(prefix) -%}
     {%- set current = dbt_ivm.ivm_lease_holder(prefix ~ top) if top is odd else none -%}
     {%- set dead = current is not none
         and (modules.datetime.datetime.utcnow() - current.since).total_seconds() > settings.lease_timeout -%}
@@ -108,12 +113,10 @@
   {{ return(state.lease) }}
 {% endmacro %}
 
-{#- The end of a refresh: create the even generation after its own (a no-op in effect when a
-    newer holder took it over, whose generation is higher). -#}
-{% macro ivm_release_lease_generation(lease, refresh_id) %}
-  {%- if lease -%}
-    {%- do dbt_ivm._ivm_create_lease(lease.prefix, lease.generation + 1, 'released:' ~ refresh_id) -%}
-  {%- endif -%}
+{#- Free lease generation n (held by `by`) by creating the even generation after it; when a
+    newer holder took it over, its generation is higher and this changes nothing. -#}
+{% macro ivm_free_lease(prefix, generation, by) %}
+  {%- do dbt_ivm._ivm_create_lease(prefix, generation + 1, 'released:' ~ by) -%}
 {% endmacro %}
 
 {#- on-run-end: release the leases still held by this invocation's failed ivm refreshes, and
@@ -122,14 +125,15 @@
   {%- set ivm = results | selectattr('node.config.materialized', 'equalto', 'ivm') | list -%}
   {%- set failed = [] -%}
   {%- for r in ivm if r.status in ('error', 'fail') -%}
-    {%- do failed.append(dbt_ivm.ivm_lease_prefix(api.Relation.create(schema=r.node.schema, identifier=r.node.alias))) -%}
+    {%- do failed.append(dbt_ivm.ivm_lease_prefix(r.node.schema, r.node.alias)) -%}
   {%- endfor -%}
-  {%- set schema = dbt_ivm.ivm_refresh_log_relation().schema -%}
-  {%- if execute and ivm and adapter.get_relation(database=none, schema=schema, identifier='__ivm_refresh_log') is not none -%}
+  {#- ivm models ran, so on-run-start created the state schema -#}
+  {%- if execute and ivm -%}
+    {%- set schema = dbt_ivm.ivm_refresh_log_relation().schema -%}
     {%- for prefix, generations in dbt_ivm.ivm_lease_generations('__ivm_lease__*').items() -%}
       {%- set top = generations | max -%}
       {%- if prefix in failed and top is odd and dbt_ivm.ivm_lease_holder(prefix ~ top).holder.startswith(invocation_id ~ ':') -%}
-        {%- do dbt_ivm._ivm_create_lease(prefix, top + 1, 'released:' ~ invocation_id) -%}
+        {%- do dbt_ivm.ivm_free_lease(prefix, top, invocation_id) -%}
       {%- endif -%}
       {%- for g in generations if g <= top - 4 -%}
         {%- do run_query('drop table if exists ' ~ schema ~ '.' ~ prefix ~ g) -%}
@@ -145,11 +149,11 @@
   {%- if not node -%}
     {{ exceptions.raise_compiler_error("ivm_release_lease: no model named '" ~ model ~ "' in this project.") }}
   {%- endif -%}
-  {%- set prefix = dbt_ivm.ivm_lease_prefix(api.Relation.create(schema=node.schema, identifier=node.alias)) -%}
-  {%- set top = dbt_ivm.ivm_lease_generations(prefix ~ '*').get(prefix, [0]) | max -%}
+  {%- set prefix = dbt_ivm.ivm_lease_prefix(node.schema, node.alias) -%}
+  {%- set top = dbt_ivm.ivm_lease_top(prefix) -%}
   {%- if top is odd -%}
     {%- set lease = dbt_ivm.ivm_lease_holder(prefix ~ top) -%}
-    {%- do dbt_ivm._ivm_create_lease(prefix, top + 1, 'released:' ~ invocation_id) -%}
+    {%- do dbt_ivm.ivm_free_lease(prefix, top, invocation_id) -%}
     {{ log('dbt_ivm: released the refresh lease of ' ~ model ~ ' held by ' ~ lease.holder ~ ' since ' ~ lease.since ~ ' UTC', info=true) }}
   {%- else -%}
     {{ log('dbt_ivm: ' ~ model ~ ' has no refresh lease held', info=true) }}

@@ -144,7 +144,8 @@
 
 {% macro default__ivm_compact_refresh_log() %}
   {%- set log_table = dbt_ivm.ivm_ensure_refresh_log() -%}
-  {%- set old = run_query('select l.model, l.event, count(*) from ' ~ log_table ~ ' l join (select model, max(logged_at) as last_success from ' ~ log_table ~ "
+  {%- set old = run_query('select l.model, l.event, count(*) from ' ~ log_table ~
+      ' l join (select model, max(logged_at) as last_success from ' ~ log_table ~ "
       where status = 'success' group by model) s on l.model = s.model group by l.model, l.event having max(l.logged_at) < max(s.last_success)
       order by l.model, l.event").rows -%}
   {%- set columns = [] -%}
@@ -158,7 +159,8 @@
     {%- set specs = [] -%}
     {%- for n in names -%}{%- do specs.append('partition (model = ' ~ dbt_ivm.ivm_string_literal(model) ~ ', event = ' ~ n ~ ')') -%}{%- endfor -%}
     {%- do run_query('alter table ' ~ log_table ~ ' drop if exists ' ~ specs | join(', ')) -%}
-    {{ log('dbt_ivm: compacted ' ~ events | map(attribute=2) | sum ~ ' refresh log rows of ' ~ model ~ ' (' ~ events | length ~ ' partitions) into one', info=true) }}
+    {{ log('dbt_ivm: compacted ' ~ events | map(attribute=2) | sum ~ ' refresh log rows of ' ~ model ~ ' (' ~ events | length ~
+        ' partitions) into one', info=true) }}
   {%- endfor -%}
 {% endmacro %}
 
