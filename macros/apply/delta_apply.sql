@@ -250,12 +250,18 @@ as {{ build_sql }}
   {%- set history = run_query('describe history ' ~ existing) -%}
   {%- set names = history.column_names | map('lower') | list -%}
   {%- set writes = ['WRITE', 'MERGE', 'CREATE TABLE AS SELECT', 'CREATE OR REPLACE TABLE AS SELECT', 'REPLACE TABLE AS SELECT'] -%}
-  {%- set ns = namespace(latest=-1, committed=none) -%}
+  {%- set ns = namespace(latest=-1, committed=none, resume_full=none) -%}
   {%- for row in history.rows if row[names.index('operation')] in writes -%}
     {%- set ns.latest = [ns.latest, row[names.index('version')] | int] | max -%}
   {%- endfor -%}
-  {%- for i in interrupted_all if i.table_version | int < ns.latest -%}
-    {%- set ns.committed = i -%}
+  {%- for i in interrupted_all -%}
+    {%- if i.table_version | int < ns.latest -%}
+      {%- set ns.committed = i -%}
+      {%- set ns.resume_full = none -%}
+    {%- elif i.get('path') == 'full' -%}
+      {#- a full build that did not commit: the next run does it -#}
+      {%- set ns.resume_full = i.refresh_id -%}
+    {%- endif -%}
   {%- endfor -%}
   {%- set interrupted = ns.committed -%}
   {%- if interrupted is not none and interrupted.definition_hash -%}
@@ -265,11 +271,11 @@ as {{ build_sql }}
     {%- set repair = none if exact_reads else 'the last refresh was interrupted after its commit, an upstream change log may have '
         'advanced during it' -%}
     {{ return({'last_success': {'versions': interrupted.versions, 'definition_hash': interrupted.definition_hash,
-                                'logged_at': interrupted.logged_at}, 'repair': repair}) }}
+                                'logged_at': interrupted.logged_at}, 'repair': repair, 'resume_full': ns.resume_full}) }}
   {%- endif -%}
   {%- if state.last_success is none -%}{{ return(state) }}{%- endif -%}
   {{ log('dbt_ivm: the interrupted refresh ' ~ state.interrupted.refresh_id ~ ' did not commit to ' ~ existing ~
       ': refreshing from the last successful one', info=true) }}
   {%- set repair = 'an upstream change log advanced during the last refresh' if state.last_success.get('logs_advanced') else none -%}
-  {{ return({'last_success': state.last_success, 'repair': repair}) }}
+  {{ return({'last_success': state.last_success, 'repair': repair, 'resume_full': ns.resume_full}) }}
 {% endmacro %}

@@ -21,7 +21,9 @@
           (its change log may hold rows of an attempt that has not succeeded) -#}
       {%- do exprs.append(dbt_ivm.ivm_upstream_version_sql(up) ~ ' as v' ~ loop.index0) -%}
     {%- elif up.kind == 'change_log' -%}
-      {%- do exprs.append('(select cast(max(_commit_version) as string) from ' ~ up.change_log ~ ') as v' ~ loop.index0) -%}
+      {#- rows without a version belong to no window: counted in the same scan, as 'null:<rows>' (IVM061) -#}
+      {%- do exprs.append('(select if(count_if(_commit_version is null) > 0, concat(\'null:\', count_if(_commit_version is null)), '
+          ~ 'cast(max(_commit_version) as string)) from ' ~ up.change_log ~ ') as v' ~ loop.index0) -%}
     {%- else -%}
       {%- do exprs.append('(select cast(max(' ~ dbt_ivm.ivm_quote(up.watermark) ~ ') as string) from ' ~ up.relation ~ ') as v' ~ loop.index0) -%}
     {%- endif -%}
@@ -71,7 +73,9 @@
       the upstream columns holding the new image when __ivm_new, else the old image,
     and rows whose old and new image are identical dropped (no-op updates).
     with_before adds __ivm_before, a struct of the old image's columns (aggregates
-    subtract the old image of an updated row). -#}
+    subtract the old image of an updated row). __ivm_problem is the key's first change
+    data violation (ivm_change_problem_sql) or NULL; keys with one are always kept, and a
+    refresh counting the view stops on them before anything is applied. -#}
 {% macro ivm_netted_changes_sql(up, columns, after, upto, with_before=false) %}
   {{ return(adapter.dispatch('ivm_netted_changes_sql', 'dbt_ivm')(up, columns, after, upto, with_before)) }}
 {% endmacro %}
@@ -96,15 +100,19 @@
   {%- if with_before -%}
     {%- do pick.append('case when not f.__ivm_is_new then named_struct(' ~ before | join(', ') ~ ') end as __ivm_before') -%}
   {%- endif -%}
+  {%- set key_null = [] -%}
+  {%- for k in key -%}{%- do key_null.append('l.' ~ k ~ ' is null') -%}{%- endfor -%}
+  {%- set problem = dbt_ivm.ivm_change_problem_sql('f.__ivm_is_new', 'l.__ivm_is_new', key_null | join(' or ')) -%}
   {%- set sql -%}
-select {{ pick | join(', ') }}, not f.__ivm_is_new as __ivm_old, l.__ivm_is_new as __ivm_new
+select {{ pick | join(', ') }}, not f.__ivm_is_new as __ivm_old, l.__ivm_is_new as __ivm_new, {{ problem }} as __ivm_problem
 from (
-  select min_by({{ image }}, {{ order }}) as f, max_by({{ image }}, {{ order }}) as l
+  select min_by({{ image }}, {{ order }}) as f, max_by({{ image }}, {{ order }}) as l,
+    {{ dbt_ivm.ivm_change_check_items(key) | join(',\n    ') }}
   from ({{ dbt_ivm.ivm_log_window(up, after, upto) }}) __ivm_log
   group by {{ key | join(', ') }}
 ) __ivm_net
-where (not f.__ivm_is_new or l.__ivm_is_new)
-  and not (not f.__ivm_is_new and l.__ivm_is_new and {{ same | join(' and ') }})
+where ({{ problem }}) is not null or ((not f.__ivm_is_new or l.__ivm_is_new)
+  and not (not f.__ivm_is_new and l.__ivm_is_new and {{ same | join(' and ') }}))
   {%- endset -%}
   {{ return(sql) }}
 {% endmacro %}

@@ -63,7 +63,9 @@
       {%- for g in spec.groups -%}{%- do row_key.append(g.name) -%}{%- endfor -%}
     {%- endif -%}
   {%- endif -%}
-  {%- do entry.update({'row_key': row_key or none}) -%}
+  {%- set upstream_columns = {} -%}
+  {%- for p in plan -%}{%- do upstream_columns.update({p.up.name: dbt_ivm.ivm_columns_signature(p.columns)}) -%}{%- endfor -%}
+  {%- do entry.update({'row_key': row_key or none, 'columns': upstream_columns}) -%}
   {%- set declarations = [] -%}
   {%- for p in plan -%}{%- do declarations.append([p.up.name, p.up.kind, p.up.unique_key, p.up.watermark, p.up.change_log | string]) -%}{%- endfor -%}
   {#- layout and comments do not change the definition: hash the significant tokens -#}
@@ -85,10 +87,12 @@
   {%- set versions_to = dbt_ivm.ivm_current_versions(plan | map(attribute='up') | list) -%}
   {%- do entry.update({'versions_to': versions_to, 'definition_hash': definition_hash, 'watch': plan | map(attribute='up') | list}) -%}
 
+  {%- set full_reason = dbt_ivm.ivm_full_refresh_reason(existing, state, definition_hash) -%}
+  {%- do dbt_ivm.ivm_check_versions(model.name, plan, none if full_reason else state.last_success.versions, versions_to) -%}
+
   {#- upstream versions are fixed: changes committed from here on wait for the next run -#}
   {{ run_hooks(pre_hooks) }}
 
-  {%- set full_reason = dbt_ivm.ivm_full_refresh_reason(existing, state, definition_hash) -%}
   {%- if not full_reason -%}
     {%- set full_reason = dbt_ivm.ivm_upstream_rebuild_reason(plan, versions_to) -%}
   {%- endif -%}
@@ -97,6 +101,10 @@
   {%- endif -%}
   {%- if not full_reason -%}
     {%- set full_reason = dbt_ivm.ivm_check_change_feeds(model, plan, state, versions_to, settings) -%}
+  {%- endif -%}
+  {%- if not full_reason -%}
+    {%- set full_reason = dbt_ivm.ivm_schema_drift_reason(model.name, analysis.parsed.tk, state.last_success.get('columns') or {},
+        upstream_columns) -%}
   {%- endif -%}
   {%- if not full_reason -%}
     {%- set full_reason = dbt_ivm.ivm_refresh_incremental(model, target_relation, template, spec, plan, state, settings, entry) -%}

@@ -67,9 +67,12 @@
 
 {% macro ivm_full_refresh_reason(existing, state, definition_hash) %}
   {%- if should_full_refresh() -%}{{ return('--full-refresh requested') }}{%- endif -%}
-  {%- if existing is none -%}{{ return('first build') }}{%- endif -%}
+  {%- if existing is none -%}
+    {{ return('first build' if state.last_success is none else 'the table was dropped outside dbt_ivm after its last refresh') }}
+  {%- endif -%}
   {%- if existing.type != 'table' -%}{{ return('replacing a ' ~ existing.type) }}{%- endif -%}
   {%- if state.last_success is none -%}{{ return('no refresh recorded for this table') }}{%- endif -%}
+  {%- if state.get('resume_full') -%}{{ return('the full build of refresh ' ~ state.resume_full ~ ' was interrupted: doing it again') }}{%- endif -%}
   {%- if state.last_success.definition_hash != definition_hash -%}{{ return('model SQL or upstream declarations changed') }}{%- endif -%}
   {{ return(none) }}
 {% endmacro %}
@@ -111,7 +114,9 @@
     {%- do entry.update({'changes_logged': true}) -%}
   {%- endif -%}
   {%- set rows = run_query('select count(*) from ' ~ target).rows[0][0] -%}
-  {%- do entry.update({'status': 'success', 'rows_inserted': rows, 'rows_deleted': 0,
+  {%- set columns = entry.get('columns') or {} -%}
+  {%- do columns.update({'.': dbt_ivm.ivm_columns_signature(adapter.get_columns_in_relation(target))}) -%}
+  {%- do entry.update({'status': 'success', 'rows_inserted': rows, 'rows_deleted': 0, 'columns': columns,
                        'logs_advanced': dbt_ivm.ivm_logs_advanced(entry.get('watch', []), entry.get('versions_to', {})),
                        'duration_s': dbt_ivm.ivm_seconds_since(entry.started_at)}) -%}
   {%- do dbt_ivm.ivm_log_refresh(model, target, entry) -%}
@@ -205,7 +210,7 @@
       {%- do p.update({'change_view': view}) -%}
       {%- do dbt_ivm.ivm_cache_view(view, dbt_ivm.ivm_netted_changes_sql(p.up, p.columns, after, p.to, spec is not none)) -%}
       {%- do counters.append('(select named_struct(\'rows\', count(*), \'old\', count_if(__ivm_old), \'new\', count_if(__ivm_new), \'base\', '
-          ~ base ~ ') from ' ~ view ~ ')') -%}
+          ~ base ~ ', \'problem\', min(__ivm_problem), \'problems\', count(__ivm_problem)) from ' ~ view ~ ')') -%}
     {%- elif p.changed -%}
       {%- do counters.append('(select named_struct(\'rows\', count(*), \'old\', 0L, \'new\', count(*), \'base\', ' ~ base ~
           ') from ' ~ p.up.relation ~ ' where ' ~ dbt_ivm.ivm_watermark_window(p) ~ ')') -%}
@@ -218,6 +223,13 @@
     {%- set counts = run_query('select to_json(array(' ~ counters | join(', ') ~ '))').rows[0][0] -%}
     {%- for c in fromjson(counts) -%}
       {%- set p = changed[loop.index0] -%}
+      {%- if c.get('problem') -%}
+        {%- do dbt_ivm.ivm_drop_temp_views(temp_views) -%}
+        {%- set more = (' (and ' ~ (c.problems - 1) ~ ' more key(s))') if c.problems > 1 else '' -%}
+        {{ exceptions.raise_compiler_error(dbt_ivm.ivm_change_data_error(model.name, c.problem[:6], p.up.name,
+            'In ' ~ (p.up.change_log or p.up.relation) ~ ', versions after ' ~ (p['from'] if p['from'] is not none else 'the start') ~ ' up to ' ~ p.to
+            ~ ': ' ~ c.problem[7:] ~ more ~ '.')) }}
+      {%- endif -%}
       {%- do p.update({'has_new': c.new > 0, 'old': c.old}) -%}
       {%- do change_rows.update({p.up.name: c.rows}) -%}
       {%- set nv.rows = nv.rows + c.rows -%}
@@ -241,6 +253,7 @@
     {%- do dbt_ivm.ivm_drop_temp_views(temp_views) -%}
     {%- do dbt_ivm.ivm_lap(phases, 'bookkeeping', clock) -%}
     {%- do entry.update({'table_version': (state.last_success or {}).get('table_version'), 'changes_logged': true}) -%}
+    {%- do entry.columns.update({'.': (state.last_success.get('columns') or {}).get('.')}) -%}
     {%- do entry.update({'status': 'success', 'path': 'no-op', 'reason': reason, 'rows_inserted': 0, 'rows_deleted': 0,
         'phase_s': phases, 'duration_s': dbt_ivm.ivm_seconds_since(entry.started_at)}) -%}
     {%- do dbt_ivm.ivm_log_refresh(model, target, entry) -%}
@@ -250,6 +263,13 @@
 
   {%- set target_columns = adapter.get_columns_in_relation(target) -%}
   {%- set columns = target_columns | map(attribute='name') | list -%}
+  {%- set table_columns = dbt_ivm.ivm_columns_signature(target_columns) -%}
+  {%- set stored = (state.last_success.get('columns') or {}).get('.') -%}
+  {%- if stored is not none and stored != table_columns -%}
+    {%- do dbt_ivm.ivm_drop_temp_views(temp_views) -%}
+    {{ return('the columns of the table changed outside dbt_ivm since the last refresh (' ~ stored ~ ' -> ' ~ table_columns ~ ')') }}
+  {%- endif -%}
+  {%- do entry.columns.update({'.': table_columns}) -%}
   {%- if spec is none -%}
     {%- set stage = dbt_ivm.ivm_stage_join_changes(target, template, plan, state, prefix, temp_views, nv.old > 0 or state.repair) -%}
   {%- else -%}

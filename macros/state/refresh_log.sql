@@ -57,7 +57,7 @@
              'started_at timestamp', 'logged_at timestamp', 'duration_s double',
              'versions_from map<string, string>', 'versions_to map<string, string>', 'change_rows map<string, bigint>',
              'rows_deleted bigint', 'rows_inserted bigint', 'logs_advanced boolean', 'definition_hash string', 'message string',
-             'phase_s map<string, double>', 'table_version bigint', 'changes_logged boolean']) }}
+             'phase_s map<string, double>', 'table_version bigint', 'changes_logged boolean', 'columns map<string, string>']) }}
 {% endmacro %}
 
 {#- Create the refresh log once per invocation (on-run-start), before models run in parallel. -#}
@@ -70,9 +70,11 @@
 {#- {'last_success': row dict or none, 'repair': why the next run must re-apply by key, or none,
     'table_version': the highest table_version logged since (and including) the last success,
     'interrupted' (only after an interrupted refresh): its refresh_id, versions, definition_hash,
-    table_version and logged_at, 'interrupted_all': every refresh interrupted since the last
-    success, oldest first; last_success: versions, definition_hash, logs_advanced, table_version
-    and logged_at (Spark's time of the log row)}. table_version is, for a parquet table, the
+    table_version, logged_at and path, 'resume_full': the refresh_id of the latest interrupted
+    full build (a kill does not turn a rebuild that was asked for into an incremental
+    re-apply), 'interrupted_all': every refresh interrupted since the last
+    success, oldest first; last_success: versions, definition_hash, logs_advanced, table_version,
+    logged_at (Spark's time of the log row) and columns (see ivm_log_refresh)}. table_version is, for a parquet table, the
     stamp of the refresh's change-log rows (ivm_table_stamp); for a Delta table, in 'started'
     rows, the table's Delta version before the refresh's write. -#}
 {% macro ivm_read_state(model_id) %}
@@ -82,8 +84,8 @@
 {% macro default__ivm_read_state(model_id) %}
   {%- set log = dbt_ivm.ivm_refresh_log_relation() -%}
   {%- set m = dbt_ivm.ivm_string_literal(model_id) -%}
-  {%- set rows = run_query('select status, to_json(versions_to), definition_hash, logs_advanced, refresh_id, table_version, logged_at
-      from ' ~ log ~ ' where model = ' ~ m ~ '
+  {%- set rows = run_query('select status, to_json(versions_to), definition_hash, logs_advanced, refresh_id, table_version, logged_at, path,
+      to_json(columns) from ' ~ log ~ ' where model = ' ~ m ~ '
       and logged_at >= coalesce((select max(logged_at) from ' ~ log ~ ' where model = ' ~ m ~ " and status = 'success'), timestamp'1970-01-01')
       order by logged_at").rows -%}
   {%- set state = {'last_success': none, 'repair': none, 'table_version': none} -%}
@@ -93,14 +95,15 @@
     {%- endif -%}
     {%- if r[0] == 'success' -%}
       {%- do state.update({'last_success': {'versions': fromjson(r[1]) if r[1] else {}, 'definition_hash': r[2], 'logs_advanced': r[3],
-                                            'table_version': r[5], 'logged_at': r[6]},
+                                            'table_version': r[5], 'logged_at': r[6], 'columns': fromjson(r[8]) if r[8] else {}},
                            'repair': 'an upstream change log advanced during the last refresh' if r[3] else none}) -%}
     {%- elif r[0] == 'started' -%}
       {#- several refreshes may have been interrupted since the last success -#}
       {%- set interrupted = {'refresh_id': r[4], 'versions': fromjson(r[1]) if r[1] else {}, 'definition_hash': r[2],
-                             'table_version': r[5], 'logged_at': r[6]} -%}
+                             'table_version': r[5], 'logged_at': r[6], 'path': r[7]} -%}
       {%- do state.update({'repair': 'the last refresh was interrupted', 'interrupted': interrupted,
                            'interrupted_all': state.get('interrupted_all', []) + [interrupted]}) -%}
+      {%- if r[7] == 'full' -%}{%- do state.update({'resume_full': r[4]}) -%}{%- endif -%}
     {%- endif -%}
   {%- endfor -%}
   {{ return(state) }}
@@ -108,7 +111,8 @@
 
 {#- Append one row. entry: refresh_id, status, path, reason, started_at, duration_s,
     versions_from, versions_to, change_rows, rows_deleted, rows_inserted, logs_advanced, definition_hash, message,
-    table_version (the refresh's stamp, see ivm_table_stamp), changes_logged (it wrote its own change log). -#}
+    table_version (the refresh's stamp, see ivm_table_stamp), changes_logged (it wrote its own change log),
+    columns (ivm_columns_signature of every upstream by name and of the table as '.'). -#}
 {% macro ivm_log_refresh(model, relation, entry) %}
   {{ return(adapter.dispatch('ivm_log_refresh', 'dbt_ivm')(model, relation, entry)) }}
 {% endmacro %}
@@ -127,7 +131,7 @@
       dbt_ivm.ivm_string_literal(entry.get('definition_hash')), dbt_ivm.ivm_string_literal(entry.get('message')),
       dbt_ivm.ivm_map_literal(entry.get('phase_s', {}), 'double'),
       'cast(' ~ (entry.get('table_version') if entry.get('table_version') is not none else 'null') ~ ' as bigint)',
-      'true' if entry.get('changes_logged') else 'false', model_id,
+      'true' if entry.get('changes_logged') else 'false', dbt_ivm.ivm_map_literal(entry.get('columns', {}), 'string'), model_id,
       dbt_ivm.ivm_string_literal(entry.status ~ ':' ~ entry.refresh_id)] -%}
   {#- a dynamic partition overwrite that adds this row's own partition: an append, staged
       in a directory of its own (a plain INSERT INTO stages in the table's shared

@@ -1,22 +1,72 @@
 -- 1: change set of raw.orders
-select case when l.__ivm_is_new then l.`order_id` else f.`order_id` end as `order_id`, case when l.__ivm_is_new then l.`customer_id` else f.`customer_id` end as `customer_id`, case when l.__ivm_is_new then l.`amount` else f.`amount` end as `amount`, case when l.__ivm_is_new then l.`status` else f.`status` end as `status`, case when not f.__ivm_is_new then named_struct('order_id', f.`order_id`, 'customer_id', f.`customer_id`, 'amount', f.`amount`, 'status', f.`status`) end as __ivm_before, not f.__ivm_is_new as __ivm_old, l.__ivm_is_new as __ivm_new
+select case when l.__ivm_is_new then l.`order_id` else f.`order_id` end as `order_id`, case when l.__ivm_is_new then l.`customer_id` else f.`customer_id` end as `customer_id`, case when l.__ivm_is_new then l.`amount` else f.`amount` end as `amount`, case when l.__ivm_is_new then l.`status` else f.`status` end as `status`, case when not f.__ivm_is_new then named_struct('order_id', f.`order_id`, 'customer_id', f.`customer_id`, 'amount', f.`amount`, 'status', f.`status`) end as __ivm_before, not f.__ivm_is_new as __ivm_old, l.__ivm_is_new as __ivm_new, case
+  when __ivm_c_bad_type is not null then concat('IVM060 _change_type ', __ivm_c_bad_type, ' in key ', __ivm_c_key, ', versions ', __ivm_c_versions)
+  when l.`order_id` is null then concat('IVM062 key ', __ivm_c_key, ', versions ', __ivm_c_versions)
+  when __ivm_c_updates != 0 or __ivm_c_update_versions != 0
+    then concat('IVM063 key ', __ivm_c_key, ', versions ', __ivm_c_versions, ': ', __ivm_c_post, ' postimage(s), ', __ivm_c_pre, ' preimage(s)')
+  when __ivm_c_new - __ivm_c_old != (case when l.__ivm_is_new then 1 else 0 end) - (case when f.__ivm_is_new then 0 else 1 end)
+    then concat('IVM064 key ', __ivm_c_key, ', versions ', __ivm_c_versions, ': ', __ivm_c_new, ' new row(s) and ', __ivm_c_old,
+                ' old row(s) (insert/update_postimage vs delete/update_preimage)')
+end as __ivm_problem
 from (
-  select min_by(named_struct('order_id', `order_id`, 'customer_id', `customer_id`, 'amount', `amount`, 'status', `status`, '__ivm_is_new', _change_type in ('insert', 'update_postimage')), _commit_version * 2 + case when _change_type in ('update_preimage', 'delete') then 0 else 1 end) as f, max_by(named_struct('order_id', `order_id`, 'customer_id', `customer_id`, 'amount', `amount`, 'status', `status`, '__ivm_is_new', _change_type in ('insert', 'update_postimage')), _commit_version * 2 + case when _change_type in ('update_preimage', 'delete') then 0 else 1 end) as l
+  select min_by(named_struct('order_id', `order_id`, 'customer_id', `customer_id`, 'amount', `amount`, 'status', `status`, '__ivm_is_new', _change_type in ('insert', 'update_postimage')), _commit_version * 2 + case when _change_type in ('update_preimage', 'delete') then 0 else 1 end) as f, max_by(named_struct('order_id', `order_id`, 'customer_id', `customer_id`, 'amount', `amount`, 'status', `status`, '__ivm_is_new', _change_type in ('insert', 'update_postimage')), _commit_version * 2 + case when _change_type in ('update_preimage', 'delete') then 0 else 1 end) as l,
+    min(case when not coalesce(_change_type in ('insert', 'delete', 'update_preimage', 'update_postimage'), false) then coalesce(concat('\'', _change_type, '\''), 'NULL') end) as __ivm_c_bad_type,
+    to_json(named_struct('order_id', `order_id`), map('ignoreNullFields', 'false')) as __ivm_c_key,
+    concat(min(_commit_version), '..', max(_commit_version)) as __ivm_c_versions,
+    count_if(_change_type in ('insert', 'update_postimage')) as __ivm_c_new,
+    count_if(_change_type in ('delete', 'update_preimage')) as __ivm_c_old,
+    count_if(_change_type = 'update_postimage') as __ivm_c_post,
+    count_if(_change_type = 'update_preimage') as __ivm_c_pre,
+    count_if(_change_type = 'update_postimage') - count_if(_change_type = 'update_preimage') as __ivm_c_updates,
+    coalesce(sum(case when _change_type = 'update_postimage' then _commit_version when _change_type = 'update_preimage' then -_commit_version end), 0) as __ivm_c_update_versions
   from (select * from table_changes('raw.orders', 4, 7)) __ivm_log
   group by `order_id`
 ) __ivm_net
-where (not f.__ivm_is_new or l.__ivm_is_new)
-  and not (not f.__ivm_is_new and l.__ivm_is_new and f.`order_id` <=> l.`order_id` and f.`customer_id` <=> l.`customer_id` and f.`amount` <=> l.`amount` and f.`status` <=> l.`status`)
+where (case
+  when __ivm_c_bad_type is not null then concat('IVM060 _change_type ', __ivm_c_bad_type, ' in key ', __ivm_c_key, ', versions ', __ivm_c_versions)
+  when l.`order_id` is null then concat('IVM062 key ', __ivm_c_key, ', versions ', __ivm_c_versions)
+  when __ivm_c_updates != 0 or __ivm_c_update_versions != 0
+    then concat('IVM063 key ', __ivm_c_key, ', versions ', __ivm_c_versions, ': ', __ivm_c_post, ' postimage(s), ', __ivm_c_pre, ' preimage(s)')
+  when __ivm_c_new - __ivm_c_old != (case when l.__ivm_is_new then 1 else 0 end) - (case when f.__ivm_is_new then 0 else 1 end)
+    then concat('IVM064 key ', __ivm_c_key, ', versions ', __ivm_c_versions, ': ', __ivm_c_new, ' new row(s) and ', __ivm_c_old,
+                ' old row(s) (insert/update_postimage vs delete/update_preimage)')
+end) is not null or ((not f.__ivm_is_new or l.__ivm_is_new)
+  and not (not f.__ivm_is_new and l.__ivm_is_new and f.`order_id` <=> l.`order_id` and f.`customer_id` <=> l.`customer_id` and f.`amount` <=> l.`amount` and f.`status` <=> l.`status`))
 
 -- 2: change set of raw.customers
-select case when l.__ivm_is_new then l.`customer_id` else f.`customer_id` end as `customer_id`, case when l.__ivm_is_new then l.`region` else f.`region` end as `region`, case when not f.__ivm_is_new then named_struct('customer_id', f.`customer_id`, 'region', f.`region`) end as __ivm_before, not f.__ivm_is_new as __ivm_old, l.__ivm_is_new as __ivm_new
+select case when l.__ivm_is_new then l.`customer_id` else f.`customer_id` end as `customer_id`, case when l.__ivm_is_new then l.`region` else f.`region` end as `region`, case when not f.__ivm_is_new then named_struct('customer_id', f.`customer_id`, 'region', f.`region`) end as __ivm_before, not f.__ivm_is_new as __ivm_old, l.__ivm_is_new as __ivm_new, case
+  when __ivm_c_bad_type is not null then concat('IVM060 _change_type ', __ivm_c_bad_type, ' in key ', __ivm_c_key, ', versions ', __ivm_c_versions)
+  when l.`customer_id` is null then concat('IVM062 key ', __ivm_c_key, ', versions ', __ivm_c_versions)
+  when __ivm_c_updates != 0 or __ivm_c_update_versions != 0
+    then concat('IVM063 key ', __ivm_c_key, ', versions ', __ivm_c_versions, ': ', __ivm_c_post, ' postimage(s), ', __ivm_c_pre, ' preimage(s)')
+  when __ivm_c_new - __ivm_c_old != (case when l.__ivm_is_new then 1 else 0 end) - (case when f.__ivm_is_new then 0 else 1 end)
+    then concat('IVM064 key ', __ivm_c_key, ', versions ', __ivm_c_versions, ': ', __ivm_c_new, ' new row(s) and ', __ivm_c_old,
+                ' old row(s) (insert/update_postimage vs delete/update_preimage)')
+end as __ivm_problem
 from (
-  select min_by(named_struct('customer_id', `customer_id`, 'region', `region`, '__ivm_is_new', _change_type in ('insert', 'update_postimage')), _commit_version * 2 + case when _change_type in ('update_preimage', 'delete') then 0 else 1 end) as f, max_by(named_struct('customer_id', `customer_id`, 'region', `region`, '__ivm_is_new', _change_type in ('insert', 'update_postimage')), _commit_version * 2 + case when _change_type in ('update_preimage', 'delete') then 0 else 1 end) as l
+  select min_by(named_struct('customer_id', `customer_id`, 'region', `region`, '__ivm_is_new', _change_type in ('insert', 'update_postimage')), _commit_version * 2 + case when _change_type in ('update_preimage', 'delete') then 0 else 1 end) as f, max_by(named_struct('customer_id', `customer_id`, 'region', `region`, '__ivm_is_new', _change_type in ('insert', 'update_postimage')), _commit_version * 2 + case when _change_type in ('update_preimage', 'delete') then 0 else 1 end) as l,
+    min(case when not coalesce(_change_type in ('insert', 'delete', 'update_preimage', 'update_postimage'), false) then coalesce(concat('\'', _change_type, '\''), 'NULL') end) as __ivm_c_bad_type,
+    to_json(named_struct('customer_id', `customer_id`), map('ignoreNullFields', 'false')) as __ivm_c_key,
+    concat(min(_commit_version), '..', max(_commit_version)) as __ivm_c_versions,
+    count_if(_change_type in ('insert', 'update_postimage')) as __ivm_c_new,
+    count_if(_change_type in ('delete', 'update_preimage')) as __ivm_c_old,
+    count_if(_change_type = 'update_postimage') as __ivm_c_post,
+    count_if(_change_type = 'update_preimage') as __ivm_c_pre,
+    count_if(_change_type = 'update_postimage') - count_if(_change_type = 'update_preimage') as __ivm_c_updates,
+    coalesce(sum(case when _change_type = 'update_postimage' then _commit_version when _change_type = 'update_preimage' then -_commit_version end), 0) as __ivm_c_update_versions
   from (select * from raw.customers_changes where _commit_version <= 7 and _commit_version > 3) __ivm_log
   group by `customer_id`
 ) __ivm_net
-where (not f.__ivm_is_new or l.__ivm_is_new)
-  and not (not f.__ivm_is_new and l.__ivm_is_new and f.`customer_id` <=> l.`customer_id` and f.`region` <=> l.`region`)
+where (case
+  when __ivm_c_bad_type is not null then concat('IVM060 _change_type ', __ivm_c_bad_type, ' in key ', __ivm_c_key, ', versions ', __ivm_c_versions)
+  when l.`customer_id` is null then concat('IVM062 key ', __ivm_c_key, ', versions ', __ivm_c_versions)
+  when __ivm_c_updates != 0 or __ivm_c_update_versions != 0
+    then concat('IVM063 key ', __ivm_c_key, ', versions ', __ivm_c_versions, ': ', __ivm_c_post, ' postimage(s), ', __ivm_c_pre, ' preimage(s)')
+  when __ivm_c_new - __ivm_c_old != (case when l.__ivm_is_new then 1 else 0 end) - (case when f.__ivm_is_new then 0 else 1 end)
+    then concat('IVM064 key ', __ivm_c_key, ', versions ', __ivm_c_versions, ': ', __ivm_c_new, ' new row(s) and ', __ivm_c_old,
+                ' old row(s) (insert/update_postimage vs delete/update_preimage)')
+end) is not null or ((not f.__ivm_is_new or l.__ivm_is_new)
+  and not (not f.__ivm_is_new and l.__ivm_is_new and f.`customer_id` <=> l.`customer_id` and f.`region` <=> l.`region`))
 
 -- 3: merged groups (__ivm_agg_mixed_merged)
 select __ivm_m.`region`, __ivm_m.__ivm_s0 as `n`, case when __ivm_m.__ivm_n1 > 0 then __ivm_m.__ivm_s1 end as `revenue`, __ivm_m.`__ivm_g_0`, __ivm_m.`__ivm_count`, __ivm_m.`__ivm_s0`, __ivm_m.`__ivm_s1`, __ivm_m.`__ivm_n1`, __ivm_m.__ivm_existed
