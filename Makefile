@@ -25,7 +25,7 @@ test: lint
 	$(BIN)/python -m pytest
 
 # README "Reliability": the SIGKILL campaigns as measurements, 20 kills each, with reports
-# (`make test` runs them too: 20 kills through the thrift server, 2 on the embedded session)
+# (`make test` runs them too: 10 kills through the thrift server, 1 on the embedded session)
 SOAK_KILLS ?= 20
 soak: setup
 	PYTHONPATH=python:. $(BIN)/python -m tests.kill_worker campaign --thrift --kills $(SOAK_KILLS) \

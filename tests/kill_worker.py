@@ -1,13 +1,14 @@
-"""Exactly-once on Delta under SIGKILL: a parent kills `dbt run` processes at chosen moments
-of a refresh, and the next process checks that the tables equal their definitions.
+"""Exactly-once under SIGKILL, for models stored as Delta and as parquet: a parent kills
+`dbt run` processes at chosen moments of a refresh, and the next process checks that the
+tables equal their definitions.
 
 Each child is its own OS process (a Python process running dbt with `method: session`, and
 the JVM it starts, in one process group) on a Spark home (warehouse + Derby metastore)
 used by nothing else. A child:
   1. reads the facts the last kill left: per model, the refresh log rows since the last
      'success' ('started' rows without 'success' = interrupted refreshes) and, for each,
-     whether the table's Delta history has a data-changing commit after the version its
-    'started' row recorded (table_version);
+     for a Delta model, whether the table's history has a data-changing commit after the
+     version its 'started' row recorded (table_version);
   2. runs `dbt run` (the recovery), then compares every model with its definition
      recomputed from scratch (EXCEPT ALL both ways);
   3. commits a random batch of inserts/updates/deletes to the two Delta upstreams (change
@@ -62,7 +63,22 @@ MODELS: dict[str, str] = {
         from {{ source('shop', 'orders') }} o join {{ source('shop', 'customers') }} c on o.customer_id = c.id
         group by c.region
         """,
+    # the same two stored as parquet (each write is a new generation directory and a
+    # location switch, or a partition overwrite), the join partitioned
+    "facts_pq": """\
+        {{ config(materialized='ivm', partition_by=['region']) }}
+        select o.id, o.amount, c.id as customer_id, c.region
+        from {{ source('shop', 'orders') }} o join {{ source('shop', 'customers') }} c on o.customer_id = c.id
+        """,
+    "by_region_pq": """\
+        {{ config(materialized='ivm') }}
+        select c.region, count(*) as n, sum(o.amount) as total
+        from {{ source('shop', 'orders') }} o join {{ source('shop', 'customers') }} c on o.customer_id = c.id
+        group by c.region
+        """,
 }
+# models stored as parquet: no table history, so whether a killed write committed is unknown
+PARQUET = ("facts_pq", "by_region_pq")
 TABLES = {
     "orders": "id bigint, customer_id bigint, amount int",
     "customers": "id bigint, region string",
@@ -97,7 +113,13 @@ def statement_kind(sql: str, model: str) -> str | None:
     model's table, or a refresh log row."""
     # dbt puts its query comment (/* {"app": "dbt", ...} */) first
     text = " ".join(re.sub(r"^\s*/\*.*?\*/", "", sql, flags=re.S).lower().split())
-    if text.startswith((f"merge into {SCHEMA}.{model} ", f"insert into {SCHEMA}.{model} ")):
+    table = f"{SCHEMA}.{model} "
+    if text.startswith(("merge into " + table, "insert into " + table, "insert overwrite table " + table)):
+        return "write"
+    # parquet: a new generation directory, the switch to it, a partitioned table's CTAS
+    if text.startswith("insert overwrite directory") and f"/{model}__ivm_g" in text:
+        return "write"
+    if text.startswith((f"alter table {table}set location", "create table " + table)):
         return "write"
     if text.startswith("create or replace table") and f"{SCHEMA}.{model} " in text:
         return "write"
@@ -270,7 +292,8 @@ def refresh_facts(q: Query) -> dict[str, Any]:
             f"select refresh_id, status, path, table_version from {SCHEMA}.__ivm_refresh_log "
             f"where model like '%.{model}' order by logged_at"
         )
-        writes = [c["version"] for c in q(f"describe history {SCHEMA}.{model}") if c["operation"] in WRITES]
+        history = [] if model in PARQUET else q(f"describe history {SCHEMA}.{model}")
+        writes = [c["version"] for c in history if c["operation"] in WRITES]
         started = [r for r in log if r["status"] == "started"]
         bounds = {
             r["refresh_id"]: (r["table_version"], nxt["table_version"] if nxt else None)
@@ -282,7 +305,11 @@ def refresh_facts(q: Query) -> dict[str, Any]:
             if r["status"] != "started":
                 continue
             low, high = bounds[r["refresh_id"]]
-            committed = low is not None and any(v > low and (high is None or v <= high) for v in writes)
+            committed = (
+                None
+                if model in PARQUET
+                else low is not None and any(v > low and (high is None or v <= high) for v in writes)
+            )
             interrupted.append({"refresh_id": r["refresh_id"], "path": r["path"], "committed": committed})
         facts[model] = {"log_rows": len(log), "interrupted": interrupted}
     return facts
@@ -544,6 +571,7 @@ class Campaign:
             "interrupted_refreshes": 0,
             "before_commit": 0,
             "after_commit": 0,
+            "parquet": 0,
             "log_lost": 0,
             "converged": 0,
             "chained": 0,
@@ -565,7 +593,8 @@ class Campaign:
                 counted["landed"] += 1
                 counted["interrupted_refreshes"] += len(mine)
                 counted["after_commit"] += sum(1 for i in mine if i["committed"])
-                counted["before_commit"] += sum(1 for i in mine if not i["committed"])
+                counted["before_commit"] += sum(1 for i in mine if i["committed"] is False)
+                counted["parquet"] += sum(1 for i in mine if i["committed"] is None)
             if any(f["log_rows"] == 0 for f in facts.values()):
                 counted["log_lost"] += 1
             if r["plan"]["run"] == "recovery" and mine:
@@ -666,20 +695,22 @@ def markdown(summary: dict[str, Any], seed: int, seconds: float, thrift: bool) -
     mode = " --thrift" if thrift else ""
     command = f"python -m tests.kill_worker campaign{mode} --kills {s['kills']} --seed {seed}"
     return (
-        f"# Delta exactly-once under SIGKILL{' (thrift)' if thrift else ' (embedded session)'}\n\n"
+        f"# Exactly-once under SIGKILL{' (thrift)' if thrift else ' (embedded session)'}\n\n"
         f"`{command}` (`make soak`); {s['children']} child processes, {seconds:.0f} s on this machine\n"
         f"(2 shared cores). {how} and compares every model with its definition recomputed from\n"
-        "scratch. Outcomes from facts only: the refresh log ('started' without 'success') and\n"
-        "the Delta history (commits after the version each 'started' row recorded).\n\n"
+        "scratch. Two models are stored as Delta, two as parquet (the join partitioned). Outcomes\n"
+        "from facts only: the refresh log ('started' without 'success') and, for Delta, the table\n"
+        "history (commits after the version each 'started' row recorded).\n\n"
         + textwrap.dedent(
             f"""\
         | figure | count |
         |---|---|
         | kills (SIGKILL of a live dbt run) | {s["kills"]} |
         | landed inside a refresh (a 'started' row without 'success') | {s["landed"]} |
-        | interrupted refreshes (a kill can interrupt both models) | {s["interrupted_refreshes"]} |
-        | ... write not committed (before the MERGE/INSERT commit) | {s["before_commit"]} |
-        | ... write committed, 'success' row missing (after the commit) | {s["after_commit"]} |
+        | interrupted refreshes (a kill can interrupt several models) | {s["interrupted_refreshes"]} |
+        | ... of a Delta model, write not committed (before the MERGE/INSERT commit) | {s["before_commit"]} |
+        | ... of a Delta model, write committed, 'success' row missing | {s["after_commit"]} |
+        | ... of a parquet model | {s["parquet"]} |
         | kills during a recovery run that left a 2nd interrupted refresh | {s["chained"]} |
         | kills after which the refresh log of a model was lost | {s["log_lost"]} |
         | converged (next run succeeded, every model == its definition) | {s["converged"]} |
