@@ -95,6 +95,10 @@ BAD_MODELS: dict[str, tuple[str, list[str]]] = {
         f"select order_id, amount as __ivm_amount from {ORDERS}",
         ["IVM016", "output column __ivm_amount", "rename it"],
     ),
+    "delta_column_name": (
+        "{{ config(file_format='delta') }}\n" f"select order_id, amount * 2 from {ORDERS}",
+        ["IVM017", "output column `(amount * 2)` (file_format='delta')", "as total_amount"],
+    ),
     "tablesample": (
         f"select order_id from {ORDERS} tablesample (10 percent)",
         ["IVM010", "TABLESAMPLE", "line 2, column 22"],

@@ -17,6 +17,8 @@
     'IVM015': {'what': 'LATERAL VIEW / generator function (explode, stack, ...)', 'fix': 'explode in an upstream model and declare its row key'},
     'IVM016': {'what': 'output column whose name starts with __ivm_',
         'fix': 'rename it (... as another_name); with an ivm upstream, list its columns instead of *, which brings its bookkeeping columns'},
+    'IVM017': {'what': 'output column name that a Delta table cannot hold (space or one of , ; { } ( ) = tab newline)',
+        'fix': 'name the select item (... as total_amount), or store the model as parquet'},
     'IVM020': {'what': 'outer join', 'fix': 'use an inner join, or keep the outer join in a downstream view over ivm models'},
     'IVM021': {'what': 'join without an equality between columns (cross, natural or theta join)',
         'fix': 'join on equality of columns (a.x = b.y); extra non-equality conditions may follow with AND'},

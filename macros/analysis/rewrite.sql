@@ -118,16 +118,28 @@
 
 {#- The model's definition before a full build, {'sql': for its view, 'columns': its output
     columns as Spark names them}: no column may start with __ivm_ (IVM016, the package's
-    bookkeeping columns), and each unnamed select item of the outermost query (`sum(x)`,
+    bookkeeping columns), a model stored as Delta has no column name with a character
+    Delta refuses (IVM017: unnamed items like `round(x, 1)` have one), and each unnamed select item of the outermost query (`sum(x)`,
     `a + 1`) gets the name Spark gives it in a `table` model as an explicit alias, since
     Spark refuses a permanent view over auto-generated names. -#}
-{% macro ivm_checked_definition(parsed, sql) %}
+{% macro ivm_checked_definition(parsed, sql, file_format) %}
   {%- set names = run_query('describe query ' ~ sql).columns[0].values() | list -%}
   {%- set reserved = [] -%}
-  {%- for n in names if (n | lower).startswith('__ivm_') -%}{%- do reserved.append(n) -%}{%- endfor -%}
+  {%- set refused = [] -%}
+  {%- for n in names -%}
+    {%- if (n | lower).startswith('__ivm_') -%}{%- do reserved.append(n) -%}{%- endif -%}
+    {%- if file_format == 'delta' and modules.re.search('[ ,;{}()\n\t=]', n) -%}{%- do refused.append('`' ~ n ~ '`') -%}{%- endif -%}
+  {%- endfor -%}
+  {%- set issues = [] -%}
   {%- if reserved -%}
-    {{ exceptions.raise_compiler_error(dbt_ivm.ivm_format_issues(model.name, [{'code': 'IVM016',
-        'construct': 'output column ' ~ reserved | join(', '), 'position': 'the model'}])) }}
+    {%- do issues.append({'code': 'IVM016', 'construct': 'output column ' ~ reserved | join(', '), 'position': 'the model'}) -%}
+  {%- endif -%}
+  {%- if refused -%}
+    {%- do issues.append({'code': 'IVM017', 'construct': 'output column ' ~ refused | join(', ') ~ " (file_format='delta')",
+                          'position': 'the model'}) -%}
+  {%- endif -%}
+  {%- if issues -%}
+    {{ exceptions.raise_compiler_error(dbt_ivm.ivm_format_issues(model.name, issues)) }}
   {%- endif -%}
   {#- a model that could not be parsed (ivm_on_unsupported=full_rebuild) is left as written -#}
   {%- set items = parsed.blocks[0]['items'] if parsed.blocks and parsed.blocks[0].ok else [] -%}

@@ -26,7 +26,8 @@
     {{ log('dbt_ivm: ' ~ model.name ~ ' cannot be maintained incrementally (' ~ codes ~
         '): rebuilding it in full as ivm_on_unsupported=full_rebuild asks', info=true) }}
     {{ run_hooks(pre_hooks) }}
-    {%- do dbt_ivm.ivm_build_full(target_relation, existing, sql, dbt_ivm.ivm_checked_definition(analysis.parsed, sql), settings, entry) -%}
+    {%- set definition = dbt_ivm.ivm_checked_definition(analysis.parsed, sql, settings.file_format) -%}
+    {%- do dbt_ivm.ivm_build_full(target_relation, existing, sql, definition, settings, entry) -%}
     {%- do dbt_ivm.ivm_free_lease(lease.prefix, lease.generation, entry.refresh_id) -%}
     {{ run_hooks(post_hooks) }}
     {{ return({'relations': [target_relation]}) }}
@@ -115,7 +116,7 @@
       {%- do relations.update({p.index: dbt_ivm.ivm_snapshot_sql(p.up, p.columns, versions_to[p.up.name])}) -%}
     {%- endfor -%}
     {%- do entry.update({'path': 'full', 'reason': full_reason}) -%}
-    {%- set definition = dbt_ivm.ivm_checked_definition(analysis.parsed, sql) -%}
+    {%- set definition = dbt_ivm.ivm_checked_definition(analysis.parsed, sql, settings.file_format) -%}
     {%- do dbt_ivm.ivm_build_full(target_relation, existing, dbt_ivm.ivm_fill_relations(template, relations), definition, settings, entry) -%}
   {%- endif -%}
 

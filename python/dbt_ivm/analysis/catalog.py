@@ -69,6 +69,12 @@ CATALOG: Final[Mapping[str, Restriction]] = MappingProxyType(
             "the package keeps its bookkeeping in __ivm_ columns of the table, and the consistency "
             "test compares the other columns only",
         ),
+        "IVM017": Restriction(
+            "output column name that a Delta table cannot hold (space or one of , ; { } ( ) = tab newline)",
+            "name the select item (... as total_amount), or store the model as parquet",
+            "Delta refuses these characters in column names without column mapping, as it does for a "
+            "table model",
+        ),
         "IVM020": Restriction(
             "outer join",
             "use an inner join, or keep the outer join in a downstream view over ivm models",
