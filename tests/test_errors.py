@@ -96,7 +96,7 @@ BAD_MODELS: dict[str, tuple[str, list[str]]] = {
         ["IVM016", "output column __ivm_amount", "rename it"],
     ),
     "delta_column_name": (
-        "{{ config(file_format='delta') }}\n" f"select order_id, amount * 2 from {ORDERS}",
+        f"{{{{ config(file_format='delta') }}}}\nselect order_id, amount * 2 from {ORDERS}",
         ["IVM017", "output column `(amount * 2)` (file_format='delta')", "as total_amount"],
     ),
     "tablesample": (

@@ -195,7 +195,8 @@
       {%- elif width >= 2 and toks[sig[ie - 1]].k in ('word', 'qid') and toks[sig[ie - 2]].v != '.'
           and (toks[sig[ie - 2]].v == ')' or toks[sig[ie - 2]].k in ('word', 'qid', 'num', 'str')) and toks[sig[ie - 1]].w != 'end' -%}
         {%- do item.update({'name': toks[sig[ie - 1]].l, 'xe': ie - 1}) -%}
-      {%- elif toks[sig[ie - 1]].k in ('word', 'qid') -%}
+      {%- elif toks[sig[ie - 1]].k in ('word', 'qid') and (width == 1 or toks[sig[ie - 2]].v == '.') -%}
+        {#- a column, bare or qualified, is named after it (not `case ... end`) -#}
         {%- do item.update({'name': toks[sig[ie - 1]].l}) -%}
       {%- endif -%}
       {%- do block['items'].append(item) -%}
