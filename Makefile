@@ -24,14 +24,14 @@ lint: setup
 test: lint
 	$(BIN)/python -m pytest
 
-# README "Reliability": the SIGKILL campaigns as measurements, 20 kills each, with reports
+# README "Reliability": the SIGKILL campaigns as measurements (Delta and parquet models), with reports
 # (`make test` runs them too: 10 kills through the thrift server, 1 on the embedded session)
-SOAK_KILLS ?= 20
+SOAK_KILLS ?= 36
 soak: setup
 	PYTHONPATH=python:. $(BIN)/python -m tests.kill_worker campaign --thrift --kills $(SOAK_KILLS) \
-	  --work /tmp/dbt_ivm_soak_thrift --out benchmark_results/reliability/delta_kills_thrift.md
+	  --work /tmp/dbt_ivm_soak_thrift --out benchmark_results/reliability/kills_thrift.md
 	PYTHONPATH=python:. $(BIN)/python -m tests.kill_worker campaign --kills $(SOAK_KILLS) \
-	  --work /tmp/dbt_ivm_soak_embedded --out benchmark_results/reliability/delta_kills.md
+	  --work /tmp/dbt_ivm_soak_embedded --out benchmark_results/reliability/kills_embedded.md
 
 # The benchmark (README "Benchmark"): TPC-H SF 0.1, results in benchmark_results/sf0.1.
 # More: make bench BENCH_ARGS="--sf 1 --out benchmark_results/sf1"

@@ -212,8 +212,9 @@
       {%- do counters.append('(select named_struct(\'rows\', count(*), \'old\', count_if(__ivm_old), \'new\', count_if(__ivm_new), \'base\', '
           ~ base ~ ', \'problem\', min(__ivm_problem), \'problems\', count(__ivm_problem)) from ' ~ view ~ ')') -%}
     {%- elif p.changed -%}
+      {#- the same struct type as a change log's counter: array() needs one element type -#}
       {%- do counters.append('(select named_struct(\'rows\', count(*), \'old\', 0L, \'new\', count(*), \'base\', ' ~ base ~
-          ') from ' ~ p.up.relation ~ ' where ' ~ dbt_ivm.ivm_watermark_window(p) ~ ')') -%}
+          ', \'problem\', cast(null as string), \'problems\', 0L) from ' ~ p.up.relation ~ ' where ' ~ dbt_ivm.ivm_watermark_window(p) ~ ')') -%}
     {%- endif -%}
   {%- endfor -%}
   {%- set changed = plan | selectattr('changed') | list -%}

@@ -1,7 +1,7 @@
 -- 1: change set of raw.orders
 select case when l.__ivm_is_new then l.`order_id` else f.`order_id` end as `order_id`, case when l.__ivm_is_new then l.`customer_id` else f.`customer_id` end as `customer_id`, case when l.__ivm_is_new then l.`amount` else f.`amount` end as `amount`, case when l.__ivm_is_new then l.`status` else f.`status` end as `status`, case when not f.__ivm_is_new then named_struct('order_id', f.`order_id`, 'customer_id', f.`customer_id`, 'amount', f.`amount`, 'status', f.`status`) end as __ivm_before, not f.__ivm_is_new as __ivm_old, l.__ivm_is_new as __ivm_new, case
   when __ivm_c_bad_type is not null then concat('IVM060 _change_type ', __ivm_c_bad_type, ' in key ', __ivm_c_key, ', versions ', __ivm_c_versions)
-  when l.`order_id` is null then concat('IVM062 key ', __ivm_c_key, ', versions ', __ivm_c_versions)
+  when false or l.`order_id` is null then concat('IVM062 key ', __ivm_c_key, ', versions ', __ivm_c_versions)
   when __ivm_c_updates != 0 or __ivm_c_update_versions != 0
     then concat('IVM063 key ', __ivm_c_key, ', versions ', __ivm_c_versions, ': ', __ivm_c_post, ' postimage(s), ', __ivm_c_pre, ' preimage(s)')
   when __ivm_c_new - __ivm_c_old != (case when l.__ivm_is_new then 1 else 0 end) - (case when f.__ivm_is_new then 0 else 1 end)
@@ -24,7 +24,7 @@ from (
 ) __ivm_net
 where (case
   when __ivm_c_bad_type is not null then concat('IVM060 _change_type ', __ivm_c_bad_type, ' in key ', __ivm_c_key, ', versions ', __ivm_c_versions)
-  when l.`order_id` is null then concat('IVM062 key ', __ivm_c_key, ', versions ', __ivm_c_versions)
+  when false or l.`order_id` is null then concat('IVM062 key ', __ivm_c_key, ', versions ', __ivm_c_versions)
   when __ivm_c_updates != 0 or __ivm_c_update_versions != 0
     then concat('IVM063 key ', __ivm_c_key, ', versions ', __ivm_c_versions, ': ', __ivm_c_post, ' postimage(s), ', __ivm_c_pre, ' preimage(s)')
   when __ivm_c_new - __ivm_c_old != (case when l.__ivm_is_new then 1 else 0 end) - (case when f.__ivm_is_new then 0 else 1 end)
