@@ -2,7 +2,14 @@
     Whitespace and comments are kept as tokens so that a rewrite can rebuild the text. -#}
 
 {% macro ivm_token_pattern() -%}
-{{ return("(?P<ws>\\s+)|(?P<comment>--[^\\n]*|/\\*[\\s\\S]*?\\*/)|(?P<str>'(?:[^'\\\\]|\\\\.)*'|\"(?:[^\"\\\\]|\\\\.)*\")|(?P<qid>`(?:[^`]|``)*`)|(?P<num>\\d+\\.?\\d*(?:[eE][+-]?\\d+)?[A-Za-z]*|\\.\\d+(?:[eE][+-]?\\d+)?[A-Za-z]*)|(?P<word>[A-Za-z_][A-Za-z_0-9]*)|(?P<op><=>|<=|>=|<>|!=|==|\\|\\||::|->|=>)|(?P<ch>[\\s\\S])") }}
+{{ return("(?P<ws>\\s+)"
+    ~ "|(?P<comment>--[^\\n]*|/\\*[\\s\\S]*?\\*/)"
+    ~ "|(?P<str>'(?:[^'\\\\]|\\\\.)*'|\"(?:[^\"\\\\]|\\\\.)*\")"
+    ~ "|(?P<qid>`(?:[^`]|``)*`)"
+    ~ "|(?P<num>\\d+\\.?\\d*(?:[eE][+-]?\\d+)?[A-Za-z]*|\\.\\d+(?:[eE][+-]?\\d+)?[A-Za-z]*)"
+    ~ "|(?P<word>[A-Za-z_][A-Za-z_0-9]*)"
+    ~ "|(?P<op><=>|<=|>=|<>|!=|==|\\|\\||::|->|=>)"
+    ~ "|(?P<ch>[\\s\\S])") }}
 {%- endmacro %}
 
 {#- Returns {'tokens': [{k, v, l, d}], 'sig': [index of every significant token]}:

@@ -46,7 +46,7 @@
 case
   when __ivm_c_bad_type is not null then concat('IVM060 _change_type ', __ivm_c_bad_type, ' in key ', __ivm_c_key, ', versions ', __ivm_c_versions)
   when {{ key_null }} then concat('IVM062 key ', __ivm_c_key, ', versions ', __ivm_c_versions)
-  when __ivm_c_updates != 0 or __ivm_c_update_versions != 0
+  when __ivm_c_post != __ivm_c_pre or __ivm_c_update_versions != 0
     then concat('IVM063 key ', __ivm_c_key, ', versions ', __ivm_c_versions, ': ', __ivm_c_post, ' postimage(s), ', __ivm_c_pre, ' preimage(s)')
   when __ivm_c_new - __ivm_c_old != (case when {{ last_new }} then 1 else 0 end) - (case when {{ first_new }} then 0 else 1 end)
     then concat('IVM064 key ', __ivm_c_key, ', versions ', __ivm_c_versions, ': ', __ivm_c_new, ' new row(s) and ', __ivm_c_old,
@@ -70,7 +70,6 @@ end
     "count_if(_change_type in ('delete', 'update_preimage')) as __ivm_c_old",
     "count_if(_change_type = 'update_postimage') as __ivm_c_post",
     "count_if(_change_type = 'update_preimage') as __ivm_c_pre",
-    "count_if(_change_type = 'update_postimage') - count_if(_change_type = 'update_preimage') as __ivm_c_updates",
     "coalesce(sum(case when _change_type = 'update_postimage' then _commit_version when _change_type = 'update_preimage' "
       ~ "then -_commit_version end), 0) as __ivm_c_update_versions"]) }}
 {% endmacro %}
@@ -92,7 +91,8 @@ end
     {%- if now is none or (now | int) < after -%}
       {%- set where = ('the change log ' ~ p.up.change_log) if p.up.get('feed') != 'ivm' else ('the refresh log of ' ~ p.up.relation) -%}
       {{ exceptions.raise_compiler_error(dbt_ivm.ivm_change_data_error(model_name, 'IVM065', p.up.name,
-          'The last refresh read up to version ' ~ after ~ '; ' ~ where ~ ' now ends at ' ~ (now if now is not none else 'no version (it is empty)') ~ '.')) }}
+          'The last refresh read up to version ' ~ after ~ '; ' ~ where ~ ' now ends at '
+          ~ (now if now is not none else 'no version (it is empty)') ~ '.')) }}
     {%- endif -%}
   {%- endfor -%}
 {% endmacro %}

@@ -228,8 +228,8 @@
         {%- do dbt_ivm.ivm_drop_temp_views(temp_views) -%}
         {%- set more = (' (and ' ~ (c.problems - 1) ~ ' more key(s))') if c.problems > 1 else '' -%}
         {{ exceptions.raise_compiler_error(dbt_ivm.ivm_change_data_error(model.name, c.problem[:6], p.up.name,
-            'In ' ~ (p.up.change_log or p.up.relation) ~ ', versions after ' ~ (p['from'] if p['from'] is not none else 'the start') ~ ' up to ' ~ p.to
-            ~ ': ' ~ c.problem[7:] ~ more ~ '.')) }}
+            'In ' ~ (p.up.change_log or p.up.relation) ~ ', versions after ' ~ (p['from'] if p['from'] is not none else 'the start')
+            ~ ' up to ' ~ p.to ~ ': ' ~ c.problem[7:] ~ more ~ '.')) }}
       {%- endif -%}
       {%- do p.update({'has_new': c.new > 0, 'old': c.old}) -%}
       {%- do change_rows.update({p.up.name: c.rows}) -%}

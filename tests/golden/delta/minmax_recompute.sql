@@ -2,7 +2,7 @@
 select case when l.__ivm_is_new then l.`order_id` else f.`order_id` end as `order_id`, case when l.__ivm_is_new then l.`customer_id` else f.`customer_id` end as `customer_id`, case when l.__ivm_is_new then l.`amount` else f.`amount` end as `amount`, case when l.__ivm_is_new then l.`status` else f.`status` end as `status`, case when not f.__ivm_is_new then named_struct('order_id', f.`order_id`, 'customer_id', f.`customer_id`, 'amount', f.`amount`, 'status', f.`status`) end as __ivm_before, not f.__ivm_is_new as __ivm_old, l.__ivm_is_new as __ivm_new, case
   when __ivm_c_bad_type is not null then concat('IVM060 _change_type ', __ivm_c_bad_type, ' in key ', __ivm_c_key, ', versions ', __ivm_c_versions)
   when false or l.`order_id` is null then concat('IVM062 key ', __ivm_c_key, ', versions ', __ivm_c_versions)
-  when __ivm_c_updates != 0 or __ivm_c_update_versions != 0
+  when __ivm_c_post != __ivm_c_pre or __ivm_c_update_versions != 0
     then concat('IVM063 key ', __ivm_c_key, ', versions ', __ivm_c_versions, ': ', __ivm_c_post, ' postimage(s), ', __ivm_c_pre, ' preimage(s)')
   when __ivm_c_new - __ivm_c_old != (case when l.__ivm_is_new then 1 else 0 end) - (case when f.__ivm_is_new then 0 else 1 end)
     then concat('IVM064 key ', __ivm_c_key, ', versions ', __ivm_c_versions, ': ', __ivm_c_new, ' new row(s) and ', __ivm_c_old,
@@ -17,7 +17,6 @@ from (
     count_if(_change_type in ('delete', 'update_preimage')) as __ivm_c_old,
     count_if(_change_type = 'update_postimage') as __ivm_c_post,
     count_if(_change_type = 'update_preimage') as __ivm_c_pre,
-    count_if(_change_type = 'update_postimage') - count_if(_change_type = 'update_preimage') as __ivm_c_updates,
     coalesce(sum(case when _change_type = 'update_postimage' then _commit_version when _change_type = 'update_preimage' then -_commit_version end), 0) as __ivm_c_update_versions
   from (select * from table_changes('raw.orders', 4, 7)) __ivm_log
   group by `order_id`
@@ -25,7 +24,7 @@ from (
 where (case
   when __ivm_c_bad_type is not null then concat('IVM060 _change_type ', __ivm_c_bad_type, ' in key ', __ivm_c_key, ', versions ', __ivm_c_versions)
   when false or l.`order_id` is null then concat('IVM062 key ', __ivm_c_key, ', versions ', __ivm_c_versions)
-  when __ivm_c_updates != 0 or __ivm_c_update_versions != 0
+  when __ivm_c_post != __ivm_c_pre or __ivm_c_update_versions != 0
     then concat('IVM063 key ', __ivm_c_key, ', versions ', __ivm_c_versions, ': ', __ivm_c_post, ' postimage(s), ', __ivm_c_pre, ' preimage(s)')
   when __ivm_c_new - __ivm_c_old != (case when l.__ivm_is_new then 1 else 0 end) - (case when f.__ivm_is_new then 0 else 1 end)
     then concat('IVM064 key ', __ivm_c_key, ', versions ', __ivm_c_versions, ': ', __ivm_c_new, ' new row(s) and ', __ivm_c_old,
