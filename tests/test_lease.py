@@ -14,7 +14,7 @@ from tests.support import IvmProject, sources_yaml
 
 MODEL = """\
     {{ config(materialized='ivm', ivm_lease_timeout=var('lease_timeout', 3600),
-              ivm_lease_wait=var('lease_wait', 0)) }}
+              ivm_lease_wait=var('lease_wait', 0), pre_hook=var('pre_hook', 'select 1')) }}
     select o.order_id, o.amount from {{ source('shop', 'orders') }} o
     """
 
@@ -94,22 +94,22 @@ def test_dead_lease_is_taken_over_after_waiting(shop) -> None:
 
 
 def test_failed_refresh_lease_is_freed_at_run_end_and_old_generations_dropped(shop) -> None:
-    project, _ = shop
+    """A refresh that fails under its lease (here in a pre-hook, which runs after the lease
+    is taken) leaves it to on-run-end, which frees it."""
+    project, orders = shop
     dbt_log = project.root / "logs" / "dbt.log"
     logged = dbt_log.stat().st_size
-    log, away = f"{project.raw}.orders_changes", f"{project.raw}.orders_changes_away"
-    project.spark.sql(f"alter table {log} rename to {away}")
-    try:
-        before = lease(project)[0]
-        error = project.run_error("--select", "facts")
-        assert "IVM032" in error, error
-        with dbt_log.open() as f:
-            f.seek(logged)
-            assert "stored as textfile" in f.read(), "the refresh failed before taking its lease"
-        assert lease(project) == (before + 2, None)
-        prefix = f"__ivm_lease__{project.schema}__facts__g"
-        kept = project.spark.sql(f"show tables in {project.schema} like '{prefix}*'").collect()
-        generations = sorted(int(r["tableName"][len(prefix) :]) for r in kept)
-        assert generations == list(range(before - 1, before + 3)), "the four newest are kept"
-    finally:
-        project.spark.sql(f"alter table {away} rename to {log}")
+    before = lease(project)[0]
+    orders.apply([Op("insert", {"order_id": 4, "amount": 4.0})])
+    error = project.run_error("--select", "facts", "--vars", "{pre_hook: 'select * from no_such_table_here'}")
+    assert "no_such_table_here" in error, error
+    with dbt_log.open() as f:
+        f.seek(logged)
+        assert "stored as textfile" in f.read(), "the refresh failed before taking its lease"
+    assert lease(project) == (before + 2, None)
+    prefix = f"__ivm_lease__{project.schema}__facts__g"
+    kept = project.spark.sql(f"show tables in {project.schema} like '{prefix}*'").collect()
+    generations = sorted(int(r["tableName"][len(prefix) :]) for r in kept)
+    assert generations == list(range(before - 1, before + 3)), "the four newest are kept"
+    project.run()
+    project.assert_consistent(["facts"], "after the failed refresh")

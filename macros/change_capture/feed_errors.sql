@@ -130,8 +130,13 @@
       {%- endif -%}
     {%- endif -%}
   {%- endfor -%}
+  {#- the properties as the DESCRIBE that detected the feed read them at the start of this refresh -#}
   {%- set props = {} -%}
-  {%- for r in run_query('show tblproperties ' ~ up.relation).rows -%}{%- do props.update({r[0] | lower: r[1] | string}) -%}{%- endfor -%}
+  {%- if up.get('described_properties') is not none -%}
+    {%- for k, v in up.described_properties.items() -%}{%- do props.update({k | lower: v | string}) -%}{%- endfor -%}
+  {%- else -%}
+    {%- for r in run_query('show tblproperties ' ~ up.relation).rows -%}{%- do props.update({r[0] | lower: r[1] | string}) -%}{%- endfor -%}
+  {%- endif -%}
   {%- if props.get('delta.enablechangedatafeed', 'false') | lower != 'true' -%}
     {{ return('DELTA_MISSING_CHANGE_DATA: delta.enableChangeDataFeed is not enabled on ' ~ up.relation) }}
   {%- endif -%}

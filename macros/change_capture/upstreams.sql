@@ -109,6 +109,8 @@
           ') does not exist. Build or load it first.') }}
     {%- endif -%}
     {%- set described = run_query('describe table extended ' ~ r).rows -%}
+    {%- do up.update({'described_columns': dbt_ivm.ivm_described_columns(described),
+                      'described_properties': dbt_ivm.ivm_table_info(described).properties}) -%}
     {%- if up.feed == 'ivm' -%}
       {%- do dbt_ivm.ivm_resolve_ivm_upstream(up, described) -%}
       {%- continue -%}
@@ -183,6 +185,21 @@
     {%- endif -%}
   {%- endfor -%}
   {{ return({'provider': info.get('provider', 'unknown') | trim | lower, 'properties': properties}) }}
+{% endmacro %}
+
+{#- The columns in the rows of DESCRIBE TABLE EXTENDED (those before the first blank or
+    '#' row), as dbt's adapter.get_columns_in_relation reads them from the same rows. -#}
+{% macro ivm_described_columns(rows) %}
+  {%- set columns = [] -%}
+  {%- set ns = namespace(done=false) -%}
+  {%- for r in rows if not ns.done -%}
+    {%- if not r[0] or r[0].startswith('#') -%}
+      {%- set ns.done = true -%}
+    {%- else -%}
+      {%- do columns.append(api.Column(r[0], r[1])) -%}
+    {%- endif -%}
+  {%- endfor -%}
+  {{ return(columns) }}
 {% endmacro %}
 
 {#- The change log an ivm table stored as parquet writes for its ivm dependents. -#}

@@ -40,7 +40,7 @@
 
 {#- Columns of an upstream, after checking that it and its change log exist. -#}
 {% macro ivm_checked_columns(model, up) %}
-  {%- set columns = adapter.get_columns_in_relation(up.relation) -%}
+  {%- set columns = up.get('described_columns') or adapter.get_columns_in_relation(up.relation) -%}
   {%- if not columns -%}
     {{ exceptions.raise_compiler_error("Model '" ~ model.name ~ "': upstream " ~ up.name ~ ' (' ~ up.relation ~
         ') does not exist. Build or load it first.') }}

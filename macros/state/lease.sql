@@ -61,13 +61,16 @@
 {% endmacro %}
 
 {#- Take the lease of a model's table for refresh_id, waiting up to settings.lease_wait
-    seconds for a running refresh; fails naming the holder when it stays busy. Returns
-    {'prefix', 'generation'}. -#}
-{% macro ivm_acquire_lease(model, target_relation, refresh_id, settings) %}
-  {{ return(adapter.dispatch('ivm_acquire_lease', 'dbt_ivm')(model, target_relation, refresh_id, settings)) }}
+    seconds for a running refresh; fails naming the holder when it stays busy. seen_top:
+    the newest generation read (ivm_lease_top) before the refresh read its state, or none.
+    Returns {'prefix', 'generation', 'fresh'}: fresh when the lease was taken at the first
+    try from seen_top, so no refresh can have logged anything since that state was read
+    (another one would have had to take the generation this one took). -#}
+{% macro ivm_acquire_lease(model, target_relation, refresh_id, settings, seen_top=none) %}
+  {{ return(adapter.dispatch('ivm_acquire_lease', 'dbt_ivm')(model, target_relation, refresh_id, settings, seen_top)) }}
 {% endmacro %}
 
-{% macro default__ivm_acquire_lease(model, target_relation, refresh_id, settings) %}
+{% macro default__ivm_acquire_lease(model, target_relation, refresh_id, settings, seen_top=none) %}
   {%- set prefix = dbt_ivm.ivm_lease_prefix(target_relation.schema, target_relation.identifier) -%}
   {%- set deadline = modules.datetime.datetime.utcnow() + modules.datetime.timedelta(seconds=settings.lease_wait) -%}
   {%- set state = {'lease': none, 'holder': none, 'done': false} -%}
@@ -77,7 +80,7 @@
     {%- if attempt > 0 -%}
       {%- do run_query("select reflect('java.lang.Thread', 'sleep', 5000L)") -%}
     {%- endif -%}
-    {%- set top = dbt_ivm.ivm_lease_top(prefix) -%}
+    {%- set top = seen_top if attempt == 0 and seen_top is not none else dbt_ivm.ivm_lease_top(prefix) -%}
     {%- set current = dbt_ivm.ivm_lease_holder(prefix ~ top) if top is odd else none -%}
     {%- set dead = current is not none
         and (modules.datetime.datetime.utcnow() - current.since).total_seconds() > settings.lease_timeout -%}
@@ -86,7 +89,8 @@
       {%- do dbt_ivm._ivm_create_lease(prefix, generation, refresh_id) -%}
       {%- set winner = dbt_ivm.ivm_lease_holder(prefix ~ generation) -%}
       {%- if winner.holder == refresh_id -%}
-        {%- do state.update({'lease': {'prefix': prefix, 'generation': generation}, 'done': true}) -%}
+        {%- do state.update({'lease': {'prefix': prefix, 'generation': generation, 'fresh': attempt == 0 and seen_top is not none},
+                             'done': true}) -%}
         {%- if dead -%}
           {{ log('dbt_ivm: ' ~ model.name ~ ': took over the refresh lease of ' ~ current.holder ~ ' (held since ' ~ current.since
                  ~ ' UTC, longer than ivm_lease_timeout = ' ~ settings.lease_timeout ~ ' s: presumed dead)', info=true) }}

@@ -1,6 +1,7 @@
 {#- The refresh log: one append-only table per state schema. Each refresh writes a
     'started' row before it changes the table and a 'success' row after; the stored
-    upstream versions of a model are the versions_to of its latest 'success' row. A
+    upstream versions of a model are the versions_to of its latest 'success' row (a no-op
+    found without the lease logs a row of event 'noop:<refresh id>', which is not state). A
     'started' row with nothing after it marks an interrupted refresh, and a 'success' row
     with logs_advanced marks a refresh during which an upstream change log advanced: in
     both cases the next run re-applies by key (idempotent) instead of appending.
@@ -85,8 +86,9 @@
   {%- set log = dbt_ivm.ivm_refresh_log_relation() -%}
   {%- set m = dbt_ivm.ivm_string_literal(model_id) -%}
   {%- set rows = run_query('select status, to_json(versions_to), definition_hash, logs_advanced, refresh_id, table_version, logged_at, path,
-      to_json(columns) from ' ~ log ~ ' where model = ' ~ m ~ '
-      and logged_at >= coalesce((select max(logged_at) from ' ~ log ~ ' where model = ' ~ m ~ " and status = 'success'), timestamp'1970-01-01')
+      to_json(columns) from ' ~ log ~ ' where model = ' ~ m ~ " and event not like 'noop:%'
+      and logged_at >= coalesce((select max(logged_at) from " ~ log ~ ' where model = ' ~ m ~ " and status = 'success'
+                                 and event not like 'noop:%'), timestamp'1970-01-01')
       order by logged_at").rows -%}
   {%- set state = {'last_success': none, 'repair': none, 'table_version': none} -%}
   {%- for r in rows -%}
@@ -109,15 +111,16 @@
   {{ return(state) }}
 {% endmacro %}
 
-{#- Append one row. entry: refresh_id, status, path, reason, started_at, duration_s,
+{#- Append one row (as dbt's 'main' statement when main). entry: refresh_id, status, event
+    (the event's kind, default the status; 'noop' rows are not state, see ivm_read_state), path, reason, started_at, duration_s,
     versions_from, versions_to, change_rows, rows_deleted, rows_inserted, logs_advanced, definition_hash, message,
     table_version (the refresh's stamp, see ivm_table_stamp), changes_logged (it wrote its own change log),
     columns (ivm_columns_signature of every upstream by name and of the table as '.'). -#}
-{% macro ivm_log_refresh(model, relation, entry) %}
-  {{ return(adapter.dispatch('ivm_log_refresh', 'dbt_ivm')(model, relation, entry)) }}
+{% macro ivm_log_refresh(model, relation, entry, main=false) %}
+  {{ return(adapter.dispatch('ivm_log_refresh', 'dbt_ivm')(model, relation, entry, main)) }}
 {% endmacro %}
 
-{% macro default__ivm_log_refresh(model, relation, entry) %}
+{% macro default__ivm_log_refresh(model, relation, entry, main=false) %}
   {%- set log = dbt_ivm.ivm_refresh_log_relation() -%}
   {%- set model_id = dbt_ivm.ivm_string_literal(model.unique_id) -%}
   {%- set values = [
@@ -132,11 +135,15 @@
       dbt_ivm.ivm_map_literal(entry.get('phase_s', {}), 'double'),
       'cast(' ~ (entry.get('table_version') if entry.get('table_version') is not none else 'null') ~ ' as bigint)',
       'true' if entry.get('changes_logged') else 'false', dbt_ivm.ivm_map_literal(entry.get('columns', {}), 'string'), model_id,
-      dbt_ivm.ivm_string_literal(entry.status ~ ':' ~ entry.refresh_id)] -%}
+      dbt_ivm.ivm_string_literal(entry.get('event', entry.status) ~ ':' ~ entry.refresh_id)] -%}
   {#- a dynamic partition overwrite that adds this row's own partition: an append, staged
       in a directory of its own (a plain INSERT INTO stages in the table's shared
       _temporary directory, which concurrent appends delete under each other) -#}
-  {%- do run_query('insert overwrite table ' ~ log ~ ' select ' ~ values | join(', ')) -%}
+  {%- if main -%}
+    {%- call statement('main') -%}insert overwrite table {{ log }} select {{ values | join(', ') }}{%- endcall -%}
+  {%- else -%}
+    {%- do run_query('insert overwrite table ' ~ log ~ ' select ' ~ values | join(', ')) -%}
+  {%- endif -%}
 {% endmacro %}
 
 {#- Merge the log rows older than each model's latest 'success' row into one partition per
@@ -150,22 +157,33 @@
   {%- set log_table = dbt_ivm.ivm_ensure_refresh_log() -%}
   {%- set old = run_query('select l.model, l.event, count(*) from ' ~ log_table ~
       ' l join (select model, max(logged_at) as last_success from ' ~ log_table ~ "
-      where status = 'success' group by model) s on l.model = s.model group by l.model, l.event having max(l.logged_at) < max(s.last_success)
+      where status = 'success' and event not like 'noop:%' group by model) s on l.model = s.model group by l.model, l.event having max(l.logged_at) < max(s.last_success)
       order by l.model, l.event").rows -%}
   {%- set columns = [] -%}
   {%- for c in dbt_ivm.ivm_refresh_log_columns() -%}{%- do columns.append(c.split(' ')[0]) -%}{%- endfor -%}
-  {%- set compacted = dbt_ivm.ivm_string_literal('compacted:' ~ invocation_id) -%}
-  {%- for model, events in old | groupby(0) if events | length > 1 -%}
-    {%- set names = [] -%}
-    {%- for e in events -%}{%- do names.append(dbt_ivm.ivm_string_literal(e[1])) -%}{%- endfor -%}
-    {%- do run_query('insert overwrite table ' ~ log_table ~ ' select ' ~ columns | join(', ') ~ ', model, ' ~ compacted ~ ' from ' ~ log_table
-        ~ ' where model = ' ~ dbt_ivm.ivm_string_literal(model) ~ ' and event in (' ~ names | join(', ') ~ ')') -%}
-    {%- set specs = [] -%}
-    {%- for n in names -%}{%- do specs.append('partition (model = ' ~ dbt_ivm.ivm_string_literal(model) ~ ', event = ' ~ n ~ ')') -%}{%- endfor -%}
-    {%- do run_query('alter table ' ~ log_table ~ ' drop if exists ' ~ specs | join(', ')) -%}
-    {{ log('dbt_ivm: compacted ' ~ events | map(attribute=2) | sum ~ ' refresh log rows of ' ~ model ~ ' (' ~ events | length ~
-        ' partitions) into one', info=true) }}
+  {#- no-op rows logged without the lease are not state (see ivm_read_state): compacted apart, still marked 'noop:' -#}
+  {%- for model, events in old | groupby(0) -%}
+    {%- for noop in (true, false) -%}
+      {%- set group = [] -%}
+      {%- for e in events if e[1].startswith('noop:') == noop -%}{%- do group.append(e) -%}{%- endfor -%}
+      {%- if group | length > 1 -%}
+        {%- do dbt_ivm._ivm_compact_partitions(log_table, columns, model, group, ('noop:' if noop else '') ~ 'compacted:' ~ invocation_id) -%}
+      {%- endif -%}
+    {%- endfor -%}
   {%- endfor -%}
+{% endmacro %}
+
+{#- Rewrite the log partitions (model, event) of `events` ([model, event, rows]) as one partition (model, into). -#}
+{% macro _ivm_compact_partitions(log_table, columns, model, events, into) %}
+  {%- set names = [] -%}
+  {%- for e in events -%}{%- do names.append(dbt_ivm.ivm_string_literal(e[1])) -%}{%- endfor -%}
+  {%- do run_query('insert overwrite table ' ~ log_table ~ ' select ' ~ columns | join(', ') ~ ', model, ' ~ dbt_ivm.ivm_string_literal(into)
+      ~ ' from ' ~ log_table ~ ' where model = ' ~ dbt_ivm.ivm_string_literal(model) ~ ' and event in (' ~ names | join(', ') ~ ')') -%}
+  {%- set specs = [] -%}
+  {%- for n in names -%}{%- do specs.append('partition (model = ' ~ dbt_ivm.ivm_string_literal(model) ~ ', event = ' ~ n ~ ')') -%}{%- endfor -%}
+  {%- do run_query('alter table ' ~ log_table ~ ' drop if exists ' ~ specs | join(', ')) -%}
+  {{ log('dbt_ivm: compacted ' ~ events | map(attribute=2) | sum ~ ' refresh log rows of ' ~ model ~ ' (' ~ events | length ~
+      ' partitions) into one', info=true) }}
 {% endmacro %}
 
 {% macro ivm_string_literal(value) %}

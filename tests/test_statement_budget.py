@@ -1,0 +1,107 @@
+"""The Spark statements a refresh sends, counted per path and storage format (dbt's SQLQuery
+events of the model's node): a regression in the fixed cost of a refresh fails here. The
+budgets are what the package sends today; README "Performance" gives the targets."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from dbt_ivm.changelog import ChangeLoggedTable, DeltaFeedTable, Op
+from tests.support import IvmProject, sources_yaml
+
+AGGREGATE = """\
+    {{ config(materialized='ivm', file_format=var('format')) }}
+    select c.region, count(*) as orders, sum(o.amount) as total
+    from {{ source('shop', 'orders') }} o
+    join {{ source('shop', 'customers') }} c on o.customer_id = c.customer_id
+    group by c.region
+    """
+JOIN = """\
+    {{ config(materialized='ivm', file_format=var('format')) }}
+    select o.order_id, o.amount, c.region
+    from {{ source('shop', 'orders') }} o
+    join {{ source('shop', 'customers') }} c on o.customer_id = c.customer_id
+    """
+
+# (format, path) -> the most statements one refresh of either model may send
+BUDGET = {
+    ("parquet", "no-op"): 8,
+    ("parquet", "incremental"): 27,
+    ("delta", "no-op"): 8,
+    ("delta", "incremental"): 25,
+}
+
+
+@pytest.fixture(scope="module", params=["parquet", "delta"])
+def shop(request: pytest.FixtureRequest, project_factory) -> Iterator[tuple[IvmProject, Any, str]]:
+    fmt = request.param
+    if fmt == "delta":
+        request.getfixturevalue("delta")
+    project = project_factory(f"budget_{fmt}")
+    orders_rows = [{"order_id": i, "customer_id": i % 3, "amount": float(i)} for i in range(20)]
+    customer_rows = [{"customer_id": i, "region": f"r{i % 2}"} for i in range(3)]
+    if fmt == "delta":
+        orders: ChangeLoggedTable | DeltaFeedTable
+        orders = DeltaFeedTable(project.spark, f"{project.raw}.orders", ["order_id"])
+        orders.create("order_id bigint, customer_id bigint, amount double", orders_rows)
+        customers = DeltaFeedTable(project.spark, f"{project.raw}.customers", ["customer_id"])
+        customers.create("customer_id bigint, region string", customer_rows)
+        declared = {"orders": "unique_key: [order_id]", "customers": "unique_key: [customer_id]"}
+    else:
+        project.create_table("orders", "order_id bigint, customer_id bigint, amount double", orders_rows)
+        project.create_table("customers", "customer_id bigint, region string", customer_rows)
+        orders = project.logged_table("orders", ["order_id"])
+        project.logged_table("customers", ["customer_id"])
+        declared = {
+            "orders": "unique_key: [order_id], change_log: orders_changes",
+            "customers": "unique_key: [customer_id], change_log: customers_changes",
+        }
+    project.write("models/sources.yml", sources_yaml(project.raw, declared))
+    project.write("models/by_region.sql", AGGREGATE)
+    project.write("models/order_regions.sql", JOIN)
+    project.run("--vars", f"{{format: {fmt}}}")
+    yield project, orders, fmt
+
+
+def statements(project: IvmProject, fmt: str) -> dict[str, list[str]]:
+    """Run both models; the statements each model's node sent, in order."""
+    sent: dict[str, list[str]] = {}
+
+    def listen(msg: Any) -> None:
+        if msg.info.name == "SQLQuery":
+            text = msg.data.sql.strip()
+            if text.startswith("/*"):  # dbt's query comment
+                text = text.split("*/", 1)[1]
+            sent.setdefault(msg.data.node_info.node_name, []).append(" ".join(text.split()))
+
+    project.dbt.invoke("run", "--vars", f"{{format: {fmt}}}", callbacks=[listen])
+    return sent
+
+
+def check(project: IvmProject, fmt: str, path: str, sent: dict[str, list[str]]) -> None:
+    for model in ("by_region", "order_regions"):
+        assert project.last_refresh(model)["path"] == path, project.last_refresh(model)
+        listing = "\n".join(sent[model])
+        count = len(sent[model])
+        assert count <= BUDGET[(fmt, path)], f"{model}, {path} on {fmt}: {count} statements\n{listing}"
+    project.assert_consistent(["by_region", "order_regions"], f"after the {path} refresh")
+
+
+def test_noop_refresh_reads_and_logs_without_the_lease(shop) -> None:
+    project, _, fmt = shop
+    sent = statements(project, fmt)
+    check(project, fmt, "no-op", sent)
+    for model in ("by_region", "order_regions"):
+        assert not [s for s in sent[model] if "__ivm_lease__" in s and s.startswith("create")], sent[model]
+        logged = [s for s in sent[model] if s.startswith("insert overwrite table") and "refresh_log" in s]
+        assert len(logged) == 1, sent[model]
+
+
+def test_incremental_refresh(shop) -> None:
+    project, orders, fmt = shop
+    orders.apply([Op("update", {"order_id": 5, "customer_id": 1, "amount": 50.0})])
+    sent = statements(project, fmt)
+    check(project, fmt, "incremental", sent)
