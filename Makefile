@@ -3,7 +3,7 @@ VENV ?= .venv
 PYTHON ?= python3
 BIN = $(VENV)/bin
 
-.PHONY: setup demo test soak lint bench clean
+.PHONY: setup demo test quick soak lint bench clean
 
 setup: $(VENV)/.installed
 
@@ -23,6 +23,10 @@ lint: setup
 
 test: lint
 	$(BIN)/python -m pytest
+
+# the fast tier: analysis, change SQL and CLI at macro level, no Spark session (well under a minute)
+quick: lint
+	$(BIN)/python -m pytest -m "not spark"
 
 # README "Reliability": the SIGKILL campaigns as measurements (Delta and parquet models), with reports
 # (`make test` runs them too: 10 kills through the thrift server, 1 on the embedded session)

@@ -66,3 +66,12 @@ def project_factory(spark: SparkSession, tmp_path_factory: pytest.TempPathFactor
         return IvmProject.create(tmp_path_factory.mktemp(name), name, spark, REPO_ROOT)
 
     return make
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark the tests that need Spark (they use the session, directly or through another
+    fixture; tests that ask for it by name are marked by hand), so `make quick` can run the
+    rest: `pytest -m "not spark"`."""
+    for item in items:
+        if "spark" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.spark)

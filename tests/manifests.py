@@ -3,12 +3,36 @@
 
 from __future__ import annotations
 
+import functools
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from dbt_ivm.explain.analysis import CatalogEntry, catalog
+from dbt_ivm.macro_runtime import Runtime
+
 PROJECT = "shop_project"
+MACROS = Path(__file__).resolve().parents[1] / "macros"
+
+
+@functools.cache
+def package_runtime() -> Runtime:
+    return Runtime.from_directory(MACROS)
+
+
+def restriction(code: str) -> CatalogEntry:
+    """A code's entry in the package's restriction catalog (the macro)."""
+    return catalog(package_runtime())[code]
+
+
+def package_macros() -> dict[str, Any]:
+    """The package's macro files as manifest entries (dbt writes one per macro; the runtime
+    reads every macro of an entry)."""
+    return {
+        f"macro.dbt_ivm.{path.stem}": {"package_name": "dbt_ivm", "macro_sql": path.read_text()}
+        for path in sorted(MACROS.rglob("*.sql"))
+    }
 
 
 @dataclass
@@ -63,9 +87,12 @@ class ManifestBuilder:
             del self.nodes[uid]["compiled_code"]
         return uid
 
+    def manifest(self) -> dict[str, Any]:
+        return {"metadata": {}, "nodes": self.nodes, "sources": self.sources, "macros": package_macros()}
+
     def write(self, path: Path) -> Path:
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps({"metadata": {}, "nodes": self.nodes, "sources": self.sources}))
+        path.write_text(json.dumps(self.manifest()))
         return path
 
     def write_model_files(self, project: Path) -> None:

@@ -275,6 +275,7 @@ def differential_test(
     times as many. No shrinking: a failing example depends on the history before it, which
     hypothesis cannot replay."""
 
+    @pytest.mark.spark
     @settings(
         max_examples=max_examples * int(os.environ.get("DBT_IVM_EXAMPLES", "1")),
         suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],

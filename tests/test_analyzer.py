@@ -1,45 +1,41 @@
-"""The Python model analyzer against the SQL corpus and the Jinja macros it mirrors.
-
-Pure Python: no Spark, no dbt. The macro files are read as text only, to compare the
-restriction catalog and the function lists with the Python ones.
+"""The analysis macros (macros/analysis, the only implementation of the rules) on the SQL
+corpus, run by the macro runtime: no Spark, no dbt, milliseconds per case. What the Jinja
+parser reads is checked against an independent parser in tests/test_sqlglot_oracle.py.
 """
 
 from __future__ import annotations
 
-import ast
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
-from dbt_ivm.analysis import CATALOG, Analysis, Issue, Refresh, Upstream, analyze
-from dbt_ivm.analysis.vocabulary import (
-    AGGREGATES,
-    CLAUSE_KEYWORDS,
-    GENERATORS,
-    NON_COLUMN_WORDS,
-    NONDETERMINISTIC,
-)
+from dbt_ivm.explain.analysis import Analysis, Issue, Refresh, analyze
+from tests.manifests import package_runtime, restriction
 
 ROOT = Path(__file__).resolve().parents[1]
 CASES: list[dict[str, Any]] = yaml.safe_load((ROOT / "tests/corpus/sql_cases.yml").read_text())["cases"]
 DEFAULT_UPSTREAMS = ["analytics.orders", "analytics.customers", "analytics.order_lines"]
 
-# Codes whose position the Python side does not promise to match: sqlglot rejects SQL
-# before the point where the Jinja parser gives up, so IVM001 has no token in common.
-POSITION_OPTIONAL = frozenset({"IVM001"})
 
-
-def upstreams(names: list[str], problems: dict[str, str] | None = None) -> list[Upstream]:
+def upstreams(names: list[str], problems: dict[str, str] | None = None) -> list[dict[str, Any]]:
     """Upstreams rendered as their dotted names; problems: upstream -> declaration problem."""
     problems = problems or {}
+    return [
+        {
+            "name": name,
+            "parts": name.split("."),
+            "problems": [{"code": problems[name], "fix": restriction(problems[name]).fix}]
+            if name in problems
+            else [],
+        }
+        for name in names
+    ]
 
-    def declared(name: str) -> tuple[tuple[str, str], ...]:
-        code = problems.get(name)
-        return ((code, CATALOG[code].fix),) if code else ()
 
-    return [Upstream(name, tuple(name.split(".")), declared(name)) for name in names]
+def analyze_sql(sql: str, names: list[str] | None = None, problems: dict[str, str] | None = None) -> Analysis:
+    return analyze(package_runtime(), sql, upstreams(names or DEFAULT_UPSTREAMS, problems))
 
 
 def expected_refresh(case: dict[str, Any]) -> Refresh | None:
@@ -47,23 +43,12 @@ def expected_refresh(case: dict[str, Any]) -> Refresh | None:
     return None if refresh is None else Refresh(**refresh)
 
 
-def analyze_default(sql: str, problems: dict[str, str] | None = None) -> Analysis:
-    return analyze(sql, upstreams(DEFAULT_UPSTREAMS, problems))
-
-
-def macro_literal(path: str, macro: str) -> Any:
-    """The literal a macro returns: the text between `return(` and its closing `)`."""
-    text = (ROOT / path).read_text()
-    start = text.index("return(", text.index(f"macro {macro}(")) + len("return(")
-    return ast.literal_eval(text[start : text.index(") }}", start)])
-
-
 # -- corpus -----------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("case", CASES, ids=[case["name"] for case in CASES])
 def test_corpus_case(case: dict[str, Any]) -> None:
-    result = analyze(case["sql"], upstreams(case.get("upstreams", DEFAULT_UPSTREAMS), case.get("problems")))
+    result = analyze_sql(case["sql"], case.get("upstreams"), case.get("problems"))
     assert (result.shape, list(result.codes)) == (case["shape"], case["codes"]), result.issues
     assert result.refresh == expected_refresh(case)
 
@@ -83,7 +68,8 @@ def test_corpus_is_complete() -> None:
         ("recompute", "recompute"),
     }
     # IVM016 and IVM017 are checked on the output columns Spark reports, at a full build (test_errors)
-    assert {code for case in CASES for code in case["codes"]} == set(CATALOG) - {"IVM016", "IVM017"}
+    catalog = package_runtime().macro("ivm_restriction_catalog")()
+    assert {code for case in CASES for code in case["codes"]} == set(catalog) - {"IVM016", "IVM017"}
     assert {case["shape"] for case in CASES} == {
         "join_only",
         "aggregate",
@@ -93,32 +79,9 @@ def test_corpus_is_complete() -> None:
     }
 
 
-# -- shared with the macros -----------------------------------------------------------------
-
-
-def test_catalog_matches_macro() -> None:
-    macro = macro_literal("macros/analysis/restrictions.sql", "ivm_restriction_catalog")
-    python = {code: {"what": r.what, "fix": r.fix} for code, r in CATALOG.items()}
-    assert python == macro
-
-
-@pytest.mark.parametrize(
-    ("macro", "names"),
-    [
-        ("ivm_nondeterministic_functions", NONDETERMINISTIC),
-        ("ivm_generator_functions", GENERATORS),
-        ("ivm_aggregate_functions", AGGREGATES),
-        ("ivm_non_column_words", NON_COLUMN_WORDS),
-        ("ivm_clause_keywords", CLAUSE_KEYWORDS),
-    ],
-)
-def test_function_lists_match_macros(macro: str, names: frozenset[str]) -> None:
-    assert set(macro_literal("macros/analysis/sql_parser.sql", macro)) == names
-
-
 # -- positions ------------------------------------------------------------------------------
 
-# (sql, code, line, column of the first issue with that code), as the Jinja side reports
+# (sql, code, line, column of the first issue with that code)
 POSITIONS = [
     (
         "select o.id\nfrom analytics.orders o\n  left outer join analytics.customers c on o.id = c.id",
@@ -191,8 +154,7 @@ POSITIONS = [
 
 @pytest.mark.parametrize(("sql", "code", "line", "column"), POSITIONS)
 def test_position(sql: str, code: str, line: int, column: int) -> None:
-    assert code not in POSITION_OPTIONAL
-    issue = next(i for i in analyze_default(sql).issues if i.code == code)
+    issue = next(i for i in analyze_sql(sql).issues if i.code == code)
     assert (issue.line, issue.column) == (line, column), issue
 
 
@@ -203,17 +165,22 @@ def test_upstream_problem_is_reported_once_at_its_first_read() -> None:
         "join analytics.customers d on d.id = c.id"
     )
     problems = [
-        i for i in analyze_default(sql, {"analytics.customers": "IVM031"}).issues if i.code == "IVM031"
+        i for i in analyze_sql(sql, problems={"analytics.customers": "IVM031"}).issues if i.code == "IVM031"
     ]
     assert problems == [
-        Issue("IVM031", "upstream analytics.customers", 2, 6, fix=CATALOG["IVM031"].fix),
+        Issue("IVM031", "upstream analytics.customers", 2, 6, fix=restriction("IVM031").fix),
     ]
 
 
 def test_two_upstreams_naming_one_relation_are_both_named() -> None:
     """Two sources over the same table read in one query: IVM022 names the relation and both."""
-    ups = [Upstream("shop.orders", ("raw", "orders")), Upstream("shop.orders_again", ("raw", "orders"))]
-    result = analyze("select a.id from raw.orders a join raw.orders b on a.id = b.parent_id", ups)
+    ups = [
+        {"name": "shop.orders", "parts": ["raw", "orders"], "problems": []},
+        {"name": "shop.orders_again", "parts": ["raw", "orders"], "problems": []},
+    ]
+    result = analyze(
+        package_runtime(), "select a.id from raw.orders a join raw.orders b on a.id = b.parent_id", ups
+    )
     assert [(i.code, i.construct) for i in result.issues] == [
         ("IVM022", "relation raw.orders read twice (as shop.orders and shop.orders_again)")
     ]
@@ -221,7 +188,7 @@ def test_two_upstreams_naming_one_relation_are_both_named() -> None:
 
 def test_query_reading_no_upstream_is_reported_for_the_model() -> None:
     sql = "with a as (select x from b), b as (select x from a) select x from a"
-    result = analyze_default(sql)
+    result = analyze_sql(sql)
     assert result.shape == "join_only"
     assert result.issues == (Issue("IVM050", "no ref() or source() in FROM"),)
 
@@ -230,15 +197,15 @@ def test_query_reading_no_upstream_is_reported_for_the_model() -> None:
 
 
 def test_unparsable_sql_is_never_guessed() -> None:
-    result = analyze_default("select (o.id, rand() from analytics.orders o group by 1")
+    result = analyze_sql("select (o.id, rand() from analytics.orders o group by 1")
     assert result.shape == "unknown"
     assert [i.code for i in result.issues] == ["IVM001"]
-    assert not result.maintainable
+    assert result.refresh is None
 
 
 def test_maintainable_model_has_no_issues() -> None:
-    result = analyze_default(
+    result = analyze_sql(
         "select o.id from analytics.orders o join analytics.customers c on o.customer_id = c.id"
     )
-    assert result.maintainable
+    assert result.refresh is not None
     assert result.issues == ()

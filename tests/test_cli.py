@@ -11,10 +11,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from dbt_ivm.analysis import CATALOG
 from dbt_ivm.cli import main
-from dbt_ivm.explain.manifest import read_models
-from tests.manifests import ManifestBuilder, shop_manifest
+from dbt_ivm.explain.manifest import parse_manifest
+from tests.manifests import ManifestBuilder, restriction, shop_manifest
 
 LEGACY_FIX = (
     "declare how changes of shop.legacy are read, e.g. sources: [{name: shop, tables: [{name: legacy, "
@@ -68,7 +67,7 @@ def test_explain_classifies_every_ivm_model_and_fails_for_the_broken_ones(
     assert "class: not maintainable" in bad
     assert "dbt run: dbt run fails" in bad
     assert "IVM020 outer join: LEFT OUTER JOIN at line 3, column 1 of the compiled SQL" in bad
-    assert f"fix: {CATALOG['IVM020'].fix}" in bad
+    assert f"fix: {restriction('IVM020').fix}" in bad
     assert "IVM031 upstream without a change feed: upstream shop.legacy at line 3, column 11" in bad
     assert f"fix: {LEGACY_FIX}" in bad
     assert "no change feed declared" in bad
@@ -179,7 +178,7 @@ def test_upstream_declaration_problems_carry_the_yaml_to_add() -> None:
     m = ManifestBuilder()
     keyless = m.source("events", {"change_log": "raw.events_log"})
     m.model("events_facts", "select e.id from raw.events e", [keyless])
-    (model,) = read_models({"nodes": m.nodes, "sources": m.sources})
+    (model,) = parse_manifest(m.manifest()).models
     (upstream,) = model.upstreams
     assert upstream.problems == (
         (
@@ -198,7 +197,7 @@ def test_a_key_alone_declares_a_delta_change_feed_checked_at_run_time(
     events = m.source("events", {"unique_key": ["id"]})
     m.model("event_facts", "select e.id from raw.events e", [events])
     m.write(tmp_path / "target/manifest.json")
-    (model,) = read_models(json.loads((tmp_path / "target/manifest.json").read_text()))
+    (model,) = parse_manifest(json.loads((tmp_path / "target/manifest.json").read_text())).models
     (upstream,) = model.upstreams
     assert (upstream.kind, upstream.feed, upstream.change_log, upstream.problems) == (
         "change_log", "detect", "table_changes(raw.events)", ()
@@ -273,7 +272,7 @@ def test_check_reports_each_restriction_of_a_changed_model(
     assert code == 1
     assert lines == [
         "dbt/models/bad_facts.sql: IVM020 outer join: LEFT OUTER JOIN at line 3, column 1 of the compiled "
-        f"SQL; fix: {CATALOG['IVM020'].fix}",
+        f"SQL; fix: {restriction('IVM020').fix}",
         "dbt/models/bad_facts.sql: IVM031 upstream without a change feed: upstream shop.legacy at line 3, "
         f"column 11 of the compiled SQL; fix: {LEGACY_FIX}",
     ]

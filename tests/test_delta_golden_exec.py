@@ -267,7 +267,7 @@ def test_golden_statements_run_on_delta(spark: SparkSession, case_relations: dic
         view = staged_view(case["name"], label)
         if view:
             spark.sql(f"drop view if exists {view}")
-            # as ivm_cache_view: cached lazily, computed by the first count
+            # as _ivm_cache_view: cached lazily, computed by the first count
             spark.sql(f"cache lazy table {view} as {sql}")
             spark.sql(f"select count(*) from {view}").collect()
             continue

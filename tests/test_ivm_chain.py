@@ -19,7 +19,7 @@ import pytest
 from hypothesis import strategies as st
 
 from dbt_ivm.changelog import Op
-from dbt_ivm.explain.manifest import read_models
+from dbt_ivm.explain.manifest import parse_manifest
 from tests.manifests import ManifestBuilder
 from tests.support import (
     IvmProject,
@@ -174,6 +174,7 @@ def test_delta_refresh_reads_each_history_once(delta_chain: tuple[IvmProject, Ra
     assert sum(s == f"describe history {project.schema}.l2" for s in sent["l3"]) == 1, sent["l3"]
 
 
+@pytest.mark.spark
 @pytest.mark.parametrize("fmt", ["delta", "parquet"])
 def test_full_refresh_of_middle_model_rebuilds_downstream(fmt: str, request: pytest.FixtureRequest) -> None:
     project, history = request.getfixturevalue(f"{fmt}_chain")
@@ -244,7 +245,7 @@ def test_explain_reads_an_undeclared_ivm_upstream() -> None:
     view = m.model("plain", "select 1 as id", [], materialized="view")
     m.model("top", "select b.region, count(*) as n from analytics.base b group by b.region", [base])
     m.model("over_view", "select p.id from analytics.plain p", [view])
-    models = {model.name: model for model in read_models({"nodes": m.nodes, "sources": m.sources})}
+    models = {model.name: model for model in parse_manifest(m.manifest()).models}
     (up,) = models["top"].upstreams
     assert (up.kind, up.feed, up.problems) == ("change_log", "ivm", ())
     assert [code for code, _ in models["over_view"].upstreams[0].problems] == ["IVM031"]

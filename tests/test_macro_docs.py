@@ -41,3 +41,13 @@ def test_every_macro_is_documented(folder: str) -> None:
     missing = sorted(defined(MACROS / folder) - set(docs))
     assert not missing, f"macros/{folder}: undocumented {missing}"
     assert all(text.strip() for text in docs.values()), f"macros/{folder}: empty description"
+
+
+def test_no_macro_line_is_over_150_characters() -> None:
+    long = [
+        f"{path.relative_to(MACROS)}:{number}"
+        for path in sorted(MACROS.rglob("*.sql"))
+        for number, line in enumerate(path.read_text().splitlines(), start=1)
+        if len(line) > 150
+    ]
+    assert not long, f"macro lines over 150 characters: {long}"

@@ -16,8 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from dbt_ivm.analysis import CATALOG
-from tests.manifests import ManifestBuilder
+from tests.manifests import ManifestBuilder, restriction
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 PRE_COMMIT = Path(sys.executable).parent / "pre-commit"
@@ -60,6 +59,6 @@ def test_hook_passes_a_good_model_and_fails_a_bad_one(
     assert bad.returncode == 1, bad_out
     expected = (
         "dbt/models/bad.sql: IVM020 outer join: LEFT OUTER JOIN at line 3, column 1 of the compiled SQL; "
-        f"fix: {CATALOG['IVM020'].fix}"
+        f"fix: {restriction('IVM020').fix}"
     )
     assert expected in bad_out.splitlines(), bad_out

@@ -1,8 +1,8 @@
-"""The README's restriction catalog is the catalog of the analyzer (catalog.py), its
+"""The README's restriction catalog is the catalog of the analysis macros, its
 `dbt-ivm explain` sample is the command's output, and the pre-commit hook it documents is
 the one published in .pre-commit-hooks.yaml.
 
-After changing catalog.py, rewrite the README table with
+After changing ivm_restriction_catalog, rewrite the README table with
 
     UPDATE_SNAPSHOTS=1 .venv/bin/python -m pytest tests/test_readme.py
 """
@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from dbt_ivm.analysis.catalog import markdown_table
 from dbt_ivm.cli import main
-from tests.manifests import shop_manifest
+from dbt_ivm.explain.analysis import catalog, markdown_table
+from tests.manifests import package_runtime, shop_manifest
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 START, END = "<!-- restriction-catalog:start -->\n", "<!-- restriction-catalog:end -->"
@@ -27,7 +27,7 @@ def test_readme_catalog_table_is_generated_from_the_catalog() -> None:
     text = README.read_text()
     before, rest = text.split(START)
     table, after = rest.split(END)
-    expected = markdown_table() + "\n"
+    expected = markdown_table(catalog(package_runtime())) + "\n"
     if os.environ.get("UPDATE_SNAPSHOTS") == "1":
         README.write_text(before + START + expected + END + after)
         table = expected

@@ -7,14 +7,14 @@
       additive  (count, count_if, sum, avg, mean): signed deltas merged into the group;
       extremum  (min, max): merged with least/greatest after inserts, else recomputed;
       recompute (any other, or DISTINCT inside): the affected groups are recomputed. -#}
-{% macro ivm_aggregate_call(tk, name, p) %}
+{% macro _ivm_aggregate_call(tk, name, p) %}
   {%- set toks = tk.tokens -%}
   {%- set sig = tk.sig -%}
-  {%- set close = dbt_ivm.ivm_match_paren(tk, p + 1) -%}
+  {%- set close = dbt_ivm._ivm_match_paren(tk, p + 1) -%}
   {%- set has_distinct = close > p + 2 and toks[sig[p + 2]].w == 'distinct' -%}
   {%- set ns = namespace(end=close + 1, filter=none) -%}
   {%- if close + 2 < sig | length and toks[sig[close + 1]].w == 'filter' and toks[sig[close + 2]].v == '(' -%}
-    {%- set ns.filter = [close + 1, dbt_ivm.ivm_match_paren(tk, close + 2) + 1] -%}
+    {%- set ns.filter = [close + 1, dbt_ivm._ivm_match_paren(tk, close + 2) + 1] -%}
     {%- set ns.end = ns.filter[1] -%}
   {%- endif -%}
   {%- if has_distinct -%}
@@ -31,7 +31,7 @@
 {% endmacro %}
 
 {#- The innermost query block whose range holds sig position p. -#}
-{% macro ivm_block_at(parsed, p) %}
+{% macro _ivm_block_at(parsed, p) %}
   {%- set ns = namespace(found=none, width=none) -%}
   {%- for b in parsed.blocks if b.s <= p and p < b.e and (ns.width is none or b.e - b.s < ns.width) -%}
     {%- set ns.found = b -%}{%- set ns.width = b.e - b.s -%}
@@ -43,7 +43,7 @@
     {'kind': none | 'aggregate' | 'distinct', 'calls': outermost aggregate calls of the
      select list, 'group_exprs': [s, e) ranges of the group expressions (ordinals resolved),
      'having': bool, 'refresh': {'inserts', 'any'} paths}. -#}
-{% macro ivm_aggregate_rules(parsed) %}
+{% macro _ivm_aggregate_rules(parsed) %}
   {%- set tk = parsed.tk -%}
   {%- set toks = tk.tokens -%}
   {%- set sig = tk.sig -%}
@@ -52,17 +52,17 @@
   {%- set by_block = {} -%}
   {%- set main_calls = [] -%}
   {%- for call in parsed.get('aggregates', []) -%}
-    {%- set b = dbt_ivm.ivm_block_at(parsed, call.pos) -%}
+    {%- set b = dbt_ivm._ivm_block_at(parsed, call.pos) -%}
     {%- if b is not none and b.id not in by_block -%}{%- do by_block.update({b.id: call}) -%}{%- endif -%}
     {%- if b is not none and b.id == 0 -%}{%- do main_calls.append(call) -%}{%- endif -%}
   {%- endfor -%}
   {%- for b in parsed.blocks if b.id != 0 and b.ok -%}
     {%- if b.get('group_range') -%}
-      {%- do dbt_ivm.ivm_add_issue(parsed, 'IVM040', tk, b.clauses['group'], 'GROUP BY in ' ~ b.name) -%}
+      {%- do dbt_ivm._ivm_add_issue(parsed, 'IVM040', tk, b.clauses['group'], 'GROUP BY in ' ~ b.name) -%}
     {%- elif b.distinct -%}
-      {%- do dbt_ivm.ivm_add_issue(parsed, 'IVM040', tk, b.distinct_pos, 'SELECT DISTINCT in ' ~ b.name) -%}
+      {%- do dbt_ivm._ivm_add_issue(parsed, 'IVM040', tk, b.distinct_pos, 'SELECT DISTINCT in ' ~ b.name) -%}
     {%- elif b.id in by_block -%}
-      {%- do dbt_ivm.ivm_add_issue(parsed, 'IVM040', tk, by_block[b.id].pos, by_block[b.id].name ~ '() in ' ~ b.name) -%}
+      {%- do dbt_ivm._ivm_add_issue(parsed, 'IVM040', tk, by_block[b.id].pos, by_block[b.id].name ~ '() in ' ~ b.name) -%}
     {%- endif -%}
   {%- endfor -%}
   {%- if main is none or not main.ok -%}{{ return(info) }}{%- endif -%}
@@ -75,7 +75,7 @@
   {%- endif -%}
   {%- do info.update({'kind': 'aggregate', 'having': 'having' in main.clauses}) -%}
   {%- if main.distinct -%}
-    {%- do dbt_ivm.ivm_add_issue(parsed, 'IVM043', tk, main.distinct_pos, 'SELECT DISTINCT with GROUP BY or aggregates') -%}
+    {%- do dbt_ivm._ivm_add_issue(parsed, 'IVM043', tk, main.distinct_pos, 'SELECT DISTINCT with GROUP BY or aggregates') -%}
   {%- endif -%}
   {#- outermost calls of the select list, in text order -#}
   {%- set select_end = main.clauses['from'] -%}
@@ -85,14 +85,15 @@
     {%- set ns.after = call.end -%}
   {%- endfor -%}
   {%- if grouped -%}
-    {%- do dbt_ivm.ivm_group_expressions(parsed, main, info) -%}
+    {%- do dbt_ivm._ivm_group_expressions(parsed, main, info) -%}
   {%- endif -%}
   {%- for item in main['items'] -%}
     {%- set inside = info.calls | selectattr('pos', '>=', item.s) | selectattr('pos', '<', item.e) | list -%}
     {%- if item.star -%}
-      {%- do dbt_ivm.ivm_add_issue(parsed, 'IVM041', tk, item.s, 'SELECT ' ~ ('*' if item.star == '*' else item.star ~ '.*') ~ ' with aggregates') -%}
-    {%- elif inside and dbt_ivm.ivm_column_outside_calls(parsed, item.s, item.xe, inside) -%}
-      {%- do dbt_ivm.ivm_add_issue(parsed, 'IVM042', tk, item.s, 'select item mixing aggregates and columns') -%}
+      {%- set star = '*' if item.star == '*' else item.star ~ '.*' -%}
+      {%- do dbt_ivm._ivm_add_issue(parsed, 'IVM041', tk, item.s, 'SELECT ' ~ star ~ ' with aggregates') -%}
+    {%- elif inside and dbt_ivm._ivm_column_outside_calls(parsed, item.s, item.xe, inside) -%}
+      {%- do dbt_ivm._ivm_add_issue(parsed, 'IVM042', tk, item.s, 'select item mixing aggregates and columns') -%}
     {%- endif -%}
   {%- endfor -%}
   {%- set all_calls = main_calls -%}
@@ -104,7 +105,7 @@
         ('(DISTINCT ...)' if recompute[0].distinct else '()') ~ ' without GROUP BY']) -%}{%- endif -%}
     {%- if firsts -%}
       {%- set first = (firsts | sort(attribute='0'))[0] -%}
-      {%- do dbt_ivm.ivm_add_issue(parsed, 'IVM045', tk, first[0], first[1]) -%}
+      {%- do dbt_ivm._ivm_add_issue(parsed, 'IVM045', tk, first[0], first[1]) -%}
     {%- endif -%}
   {%- endif -%}
   {%- if info.having or recompute -%}
@@ -119,17 +120,17 @@
 
 {#- Split GROUP BY into expressions; an ordinal stands for the select item's expression.
     GROUP BY ALL, ROLLUP, CUBE and GROUPING SETS are IVM044. -#}
-{% macro ivm_group_expressions(parsed, main, info) %}
+{% macro _ivm_group_expressions(parsed, main, info) %}
   {%- set tk = parsed.tk -%}
   {%- set toks = tk.tokens -%}
   {%- set sig = tk.sig -%}
   {%- set gs = main.group_range[0] -%}
   {%- set ge = main.group_range[1] -%}
   {%- if gs < ge and toks[sig[gs]].w == 'all' -%}
-    {%- do dbt_ivm.ivm_add_issue(parsed, 'IVM044', tk, gs, 'GROUP BY ALL') -%}{{ return(none) }}
+    {%- do dbt_ivm._ivm_add_issue(parsed, 'IVM044', tk, gs, 'GROUP BY ALL') -%}{{ return(none) }}
   {%- endif -%}
   {%- for p in range(gs, ge) if toks[sig[p]].d == main.base and toks[sig[p]].w in ('rollup', 'cube', 'grouping', 'with') -%}
-    {%- do dbt_ivm.ivm_add_issue(parsed, 'IVM044', tk, p, toks[sig[p]].v | upper) -%}{{ return(none) }}
+    {%- do dbt_ivm._ivm_add_issue(parsed, 'IVM044', tk, p, toks[sig[p]].v | upper) -%}{{ return(none) }}
   {%- endfor -%}
   {%- set cur = namespace(s=gs) -%}
   {%- for p in range(gs, ge + 1) -%}
@@ -147,7 +148,7 @@
 {% endmacro %}
 
 {#- True when [s, e) references a column outside the given aggregate calls. -#}
-{% macro ivm_column_outside_calls(parsed, s, e, calls) %}
+{% macro _ivm_column_outside_calls(parsed, s, e, calls) %}
   {%- set toks = parsed.tk.tokens -%}
   {%- set sig = parsed.tk.sig -%}
   {%- set skip = {} -%}
@@ -155,7 +156,7 @@
   {%- for p in range(s, e) if p not in skip -%}
     {%- set t = toks[sig[p]] -%}
     {%- set next = toks[sig[p + 1]].v if p + 1 < sig | length else '' -%}
-    {%- if t.k == 'qid' or (t.k == 'word' and t.l not in dbt_ivm.ivm_non_column_words() and next != '(') -%}
+    {%- if t.k == 'qid' or (t.k == 'word' and t.l not in dbt_ivm._ivm_non_column_words() and next != '(') -%}
       {{ return(true) }}
     {%- endif -%}
   {%- endfor -%}

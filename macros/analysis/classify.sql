@@ -1,11 +1,11 @@
 {#- Classify a compiled model: returns {'shape', 'issues', 'parsed', 'aggregation', 'refresh'}.
     shape: join_only | aggregate | aggregate_over_joins | distinct | unknown.
     issues: restriction codes found (empty when the model can be maintained).
-    aggregation: see ivm_aggregate_rules. refresh: how a batch of inserts only and a batch
+    aggregation: see _ivm_aggregate_rules. refresh: how a batch of inserts only and a batch
     with any change are applied ({'inserts', 'any'}: append, rewrite, merge or recompute),
     none when the model cannot be maintained. -#}
 {% macro ivm_analyze(sql, upstreams) %}
-  {%- set parsed = dbt_ivm.ivm_parse_query(sql, upstreams) -%}
+  {%- set parsed = dbt_ivm._ivm_parse_query(sql, upstreams) -%}
   {%- set issues = parsed.issues -%}
   {%- set seen = {} -%}
   {%- for r in parsed.rels -%}
@@ -14,23 +14,23 @@
       {%- set names = upstreams | selectattr('parts', 'equalto', upstreams[r.upstream].parts) | map(attribute='name') | list -%}
       {%- set construct = 'upstream ' ~ names[0] ~ ' read twice' if names | length == 1
           else 'relation ' ~ upstreams[r.upstream].parts | join('.') ~ ' read twice (as ' ~ names | join(' and ') ~ ')' -%}
-      {%- do dbt_ivm.ivm_add_issue(parsed, 'IVM022', parsed.tk, r.s, construct) -%}
+      {%- do dbt_ivm._ivm_add_issue(parsed, 'IVM022', parsed.tk, r.s, construct) -%}
     {%- endif -%}
     {%- do seen.update({r.upstream: true}) -%}
   {%- endfor -%}
   {%- set ok_blocks = parsed.blocks | selectattr('ok') | list -%}
   {%- if parsed.rels | length == 0 and not issues -%}
-    {%- do dbt_ivm.ivm_add_issue(parsed, 'IVM050', parsed.tk, none, 'no ref() or source() in FROM') -%}
+    {%- do dbt_ivm._ivm_add_issue(parsed, 'IVM050', parsed.tk, none, 'no ref() or source() in FROM') -%}
   {%- endif -%}
   {%- set reported = [] -%}
   {%- for r in parsed.rels if r.upstream not in reported -%}
     {%- do reported.append(r.upstream) -%}
     {%- for problem in upstreams[r.upstream].get('problems', []) -%}
       {%- do issues.append({'code': problem.code, 'construct': 'upstream ' ~ upstreams[r.upstream].name,
-                            'position': dbt_ivm.ivm_position(parsed.tk, r.s), 'fix': problem.fix}) -%}
+                            'position': dbt_ivm._ivm_position(parsed.tk, r.s), 'fix': problem.fix}) -%}
     {%- endfor -%}
   {%- endfor -%}
-  {%- set aggregation = dbt_ivm.ivm_aggregate_rules(parsed) -%}
+  {%- set aggregation = dbt_ivm._ivm_aggregate_rules(parsed) -%}
   {%- if aggregation.kind == 'aggregate' -%}
     {%- set shape = 'aggregate' if seen | length <= 1 else 'aggregate_over_joins' -%}
   {%- elif aggregation.kind == 'distinct' -%}

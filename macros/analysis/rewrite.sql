@@ -2,13 +2,13 @@
 
 {#- The model's query with
     * each upstream reference replaced by the placeholder __IVM_REL_<n>__ (then filled
-      with a snapshot or a change set of that upstream, see ivm_fill_relations), and
+      with a snapshot or a change set of that upstream, see _ivm_fill_relations), and
     * the hidden identity columns of every upstream added to every select list on the
       way to the output, so each view row says which upstream rows it came from.
     hidden: per upstream index, a list of {'column', 'name'}.
     edits: further replacements [{'s', 'e', 'text'}] of sig ranges [s, e) (the aggregate
     rewrites use them on the main query), and append: text added at the end. -#}
-{% macro ivm_rewrite_template(parsed, hidden, edits=[], append='') %}
+{% macro _ivm_rewrite_template(parsed, hidden, edits=[], append='') %}
   {%- set tk = parsed.tk -%}
   {%- set toks = tk.tokens -%}
   {%- set sig = tk.sig -%}
@@ -27,12 +27,12 @@
         {%- for it in b.from_items -%}
           {%- if it.kind == 'upstream' -%}
             {%- for h in hidden[it.upstream] -%}
-              {%- do cols.append({'name': h.name, 'expr': dbt_ivm.ivm_quote(it.alias) ~ '.' ~ dbt_ivm.ivm_quote(h.column), 'star': false}) -%}
+              {%- do cols.append({'name': h.name, 'expr': dbt_ivm._ivm_quote(it.alias) ~ '.' ~ dbt_ivm._ivm_quote(h.column), 'star': false}) -%}
             {%- endfor -%}
           {%- elif it.kind in ('cte', 'derived') -%}
             {%- set starred = b['items'] | selectattr('star', 'in', ['*', it.alias]) | list -%}
             {%- for name in provides[by_name[it.name].id] -%}
-              {%- do cols.append({'name': name, 'expr': dbt_ivm.ivm_quote(it.alias) ~ '.' ~ name, 'star': starred | length > 0}) -%}
+              {%- do cols.append({'name': name, 'expr': dbt_ivm._ivm_quote(it.alias) ~ '.' ~ name, 'star': starred | length > 0}) -%}
             {%- endfor -%}
           {%- endif -%}
         {%- endfor -%}
@@ -53,21 +53,21 @@
     {%- endif -%}
   {%- endfor -%}
   {%- for r in parsed.rels -%}
-    {%- set alias = '' if r.alias_given else ' ' ~ dbt_ivm.ivm_quote(r.alias) -%}
+    {%- set alias = '' if r.alias_given else ' ' ~ dbt_ivm._ivm_quote(r.alias) -%}
     {%- do replace.update({sig[r.s]: {'end': sig[r.e - 1], 'text': '__IVM_REL_' ~ r.upstream ~ '__' ~ alias}}) -%}
   {%- endfor -%}
   {%- for q in parsed.qualifiers -%}
-    {%- do replace.update({sig[q.s]: {'end': sig[q.e - 1], 'text': dbt_ivm.ivm_quote(parsed.upstreams[q.upstream].parts[-1])}}) -%}
+    {%- do replace.update({sig[q.s]: {'end': sig[q.e - 1], 'text': dbt_ivm._ivm_quote(parsed.upstreams[q.upstream].parts[-1])}}) -%}
   {%- endfor -%}
   {%- for ed in edits -%}
     {%- do replace.update({sig[ed.s]: {'end': sig[ed.e - 1], 'text': ed.text}}) -%}
   {%- endfor -%}
-  {{ return(dbt_ivm.ivm_edited_text(toks, 0, toks | length, insert_before, replace) ~ append) }}
+  {{ return(dbt_ivm._ivm_edited_text(toks, 0, toks | length, insert_before, replace) ~ append) }}
 {% endmacro %}
 
 {#- Tokens [first, stop) with insertions and replacements {token index: {'end', 'text'}};
     tokens inside a replaced range are dropped, and so is the statement's `;`. -#}
-{% macro ivm_edited_text(toks, first, stop, insert_before, replace) %}
+{% macro _ivm_edited_text(toks, first, stop, insert_before, replace) %}
   {%- set out = [] -%}
   {%- set ns = namespace(skip_to=-1) -%}
   {%- for i in range(first, stop) -%}
@@ -84,21 +84,21 @@
 
 {#- The text of sig range [s, e) with upstream qualifiers rewritten as in the template,
     and further replacements subs {sig position: {'end': sig position (exclusive), 'text'}}. -#}
-{% macro ivm_range_text(parsed, s, e, subs={}) %}
+{% macro _ivm_range_text(parsed, s, e, subs={}) %}
   {%- set sig = parsed.tk.sig -%}
   {%- if s >= e -%}{{ return('') }}{%- endif -%}
   {%- set replace = {} -%}
   {%- for q in parsed.qualifiers if q.s >= s and q.e <= e -%}
-    {%- do replace.update({sig[q.s]: {'end': sig[q.e - 1], 'text': dbt_ivm.ivm_quote(parsed.upstreams[q.upstream].parts[-1])}}) -%}
+    {%- do replace.update({sig[q.s]: {'end': sig[q.e - 1], 'text': dbt_ivm._ivm_quote(parsed.upstreams[q.upstream].parts[-1])}}) -%}
   {%- endfor -%}
   {%- for p, r in subs.items() -%}
     {%- do replace.update({sig[p]: {'end': sig[r.end - 1], 'text': r.text}}) -%}
   {%- endfor -%}
-  {{ return(dbt_ivm.ivm_edited_text(parsed.tk.tokens, sig[s], sig[e - 1] + 1, {}, replace)) }}
+  {{ return(dbt_ivm._ivm_edited_text(parsed.tk.tokens, sig[s], sig[e - 1] + 1, {}, replace)) }}
 {% endmacro %}
 
 {#- Fill the placeholders of a template: relations maps upstream index to SQL text. -#}
-{% macro ivm_fill_relations(template, relations) %}
+{% macro _ivm_fill_relations(template, relations) %}
   {%- set ns = namespace(sql=template) -%}
   {%- for key, text in relations.items() -%}
     {%- set ns.sql = ns.sql.replace('__IVM_REL_' ~ key ~ '__', text) -%}
@@ -106,13 +106,13 @@
   {{ return(ns.sql) }}
 {% endmacro %}
 
-{% macro ivm_quote(name) %}
+{% macro _ivm_quote(name) %}
   {{ return('`' ~ (name | string).replace('`', '``') ~ '`') }}
 {% endmacro %}
 
-{% macro ivm_quote_all(names) %}
+{% macro _ivm_quote_all(names) %}
   {%- set out = [] -%}
-  {%- for n in names -%}{%- do out.append(dbt_ivm.ivm_quote(n)) -%}{%- endfor -%}
+  {%- for n in names -%}{%- do out.append(dbt_ivm._ivm_quote(n)) -%}{%- endfor -%}
   {{ return(out) }}
 {% endmacro %}
 
@@ -122,7 +122,7 @@
     Delta refuses (IVM017: unnamed items like `round(x, 1)` have one), and each unnamed select item of the outermost query (`sum(x)`,
     `a + 1`) gets the name Spark gives it in a `table` model as an explicit alias, since
     Spark refuses a permanent view over auto-generated names. -#}
-{% macro ivm_checked_definition(parsed, sql, file_format) %}
+{% macro _ivm_checked_definition(parsed, sql, file_format) %}
   {%- set names = run_query('describe query ' ~ sql).columns[0].values() | list -%}
   {%- set reserved = [] -%}
   {%- set refused = [] -%}
@@ -139,7 +139,7 @@
                           'position': 'the model'}) -%}
   {%- endif -%}
   {%- if issues -%}
-    {{ exceptions.raise_compiler_error(dbt_ivm.ivm_format_issues(model.name, issues)) }}
+    {{ exceptions.raise_compiler_error(dbt_ivm._ivm_format_issues(model.name, issues)) }}
   {%- endif -%}
   {#- a model that could not be parsed (ivm_on_unsupported=full_rebuild) is left as written -#}
   {%- set items = parsed.blocks[0]['items'] if parsed.blocks and parsed.blocks[0].ok else [] -%}
@@ -155,10 +155,10 @@
     {%- elif i > last_star -%}
       {%- set name = names[names | length - (items | length - i)] -%}
     {%- else -%}
-      {{ exceptions.raise_compiler_error("Model '" ~ model.name ~ "': the select item `" ~ dbt_ivm.ivm_range_text(parsed, item.s, item.e)
+      {{ exceptions.raise_compiler_error("Model '" ~ model.name ~ "': the select item `" ~ dbt_ivm._ivm_range_text(parsed, item.s, item.e)
           ~ "` between two `*` items needs an alias (`... as name`): its name cannot be told from the columns the stars bring.") }}
     {%- endif -%}
-    {%- do aliases.update({parsed.tk.sig[item.e - 1]: ' as ' ~ dbt_ivm.ivm_quote(name)}) -%}
+    {%- do aliases.update({parsed.tk.sig[item.e - 1]: ' as ' ~ dbt_ivm._ivm_quote(name)}) -%}
   {%- endfor -%}
   {%- set out = [] -%}
   {%- for t in parsed.tk.tokens -%}{%- do out.append(t.v ~ aliases.get(loop.index0, '')) -%}{%- endfor -%}

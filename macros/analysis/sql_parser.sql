@@ -5,26 +5,26 @@
     never guessed. The Python analyzer (python/dbt_ivm/analysis) applies the same rules
     with sqlglot; tests/corpus keeps the two in agreement. -#}
 
-{% macro ivm_clause_keywords() %}
+{% macro _ivm_clause_keywords() %}
   {{ return(['from', 'where', 'group', 'having', 'order', 'limit', 'window', 'qualify', 'sort', 'cluster', 'distribute', 'union',
       'intersect', 'except', 'minus', 'lateral', 'offset']) }}
 {% endmacro %}
 
-{% macro ivm_join_keywords() %}
+{% macro _ivm_join_keywords() %}
   {{ return(['join', 'inner', 'left', 'right', 'full', 'cross', 'outer', 'semi', 'anti', 'natural', 'on', 'using', 'lateral']) }}
 {% endmacro %}
 
-{% macro ivm_nondeterministic_functions() %}
+{% macro _ivm_nondeterministic_functions() %}
   {{ return(['rand', 'random', 'randn', 'uuid', 'shuffle', 'now', 'current_timestamp', 'current_date', 'localtimestamp',
       'current_timezone', 'unix_timestamp', 'monotonically_increasing_id', 'spark_partition_id', 'input_file_name',
           'input_file_block_start', 'input_file_block_length', 'randstr', 'uniform', 'try_reflect', 'reflect', 'java_method']) }}
 {% endmacro %}
 
-{% macro ivm_generator_functions() %}
+{% macro _ivm_generator_functions() %}
   {{ return(['explode', 'explode_outer', 'posexplode', 'posexplode_outer', 'inline', 'inline_outer', 'stack', 'json_tuple', 'range']) }}
 {% endmacro %}
 
-{% macro ivm_aggregate_functions() %}
+{% macro _ivm_aggregate_functions() %}
   {{ return(['count', 'sum', 'avg', 'mean', 'min', 'max', 'count_if', 'collect_list', 'collect_set', 'array_agg', 'first',
       'first_value', 'last', 'last_value', 'any_value', 'any', 'some', 'every', 'bool_and', 'bool_or', 'stddev', 'stddev_pop',
           'stddev_samp', 'std', 'variance', 'var_pop', 'var_samp', 'approx_count_distinct', 'approx_percentile', 'percentile',
@@ -36,53 +36,53 @@
 {% endmacro %}
 
 {#- Words that are never a column reference on either side of a join equality. -#}
-{% macro ivm_non_column_words() %}
+{% macro _ivm_non_column_words() %}
   {{ return(['null', 'true', 'false', 'and', 'or', 'not', 'is', 'as', 'in', 'like', 'between', 'case', 'when', 'then', 'else',
       'end', 'cast', 'interval', 'int', 'integer', 'bigint', 'smallint', 'tinyint', 'string', 'varchar', 'char', 'double',
           'float', 'real', 'decimal', 'numeric', 'date', 'timestamp', 'timestamp_ntz', 'boolean', 'binary', 'long', 'short', 'byte']) }}
 {% endmacro %}
 
-{% macro ivm_add_issue(ctx, code, tk, p, construct) %}
-  {%- set where = dbt_ivm.ivm_position(tk, p) if p is not none and p >= 0 else 'the model' -%}
+{% macro _ivm_add_issue(ctx, code, tk, p, construct) %}
+  {%- set where = dbt_ivm._ivm_position(tk, p) if p is not none and p >= 0 else 'the model' -%}
   {%- do ctx.issues.append({'code': code, 'construct': construct, 'position': where}) -%}
 {% endmacro %}
 
 {#- Parse a compiled model. upstreams: list of {'name', 'parts'} where parts are the
     lower-case name parts the relation renders to in the compiled SQL. -#}
-{% macro ivm_parse_query(sql, upstreams) %}
-  {%- set tk = dbt_ivm.ivm_tokenize(sql) -%}
+{% macro _ivm_parse_query(sql, upstreams) %}
+  {%- set tk = dbt_ivm._ivm_tokenize(sql) -%}
   {%- set ctx = {'tk': tk, 'blocks': [], 'issues': [], 'rels': [], 'qualifiers': [], 'ctes': {}, 'cte_reads': {}, 'upstreams': upstreams} -%}
   {%- if not tk.balanced -%}
-    {%- do dbt_ivm.ivm_add_issue(ctx, 'IVM001', tk, none, 'unbalanced parentheses') -%}
+    {%- do dbt_ivm._ivm_add_issue(ctx, 'IVM001', tk, none, 'unbalanced parentheses') -%}
     {{ return(ctx) }}
   {%- endif -%}
   {%- set n = tk.sig | length -%}
   {%- set last = n - 1 if n > 0 and tk.tokens[tk.sig[n - 1]].v == ';' else n -%}
   {%- for p in range(last) if tk.tokens[tk.sig[p]].v == ';' -%}
-    {%- do dbt_ivm.ivm_add_issue(ctx, 'IVM001', tk, p, 'more than one statement') -%}
+    {%- do dbt_ivm._ivm_add_issue(ctx, 'IVM001', tk, p, 'more than one statement') -%}
     {{ return(ctx) }}
   {%- endfor -%}
   {%- set queue = [{'kind': 'main', 'name': 'main query', 's': 0, 'e': last}] -%}
   {%- for job in queue -%}
-    {%- do dbt_ivm.ivm_parse_block(ctx, job, queue) -%}
+    {%- do dbt_ivm._ivm_parse_block(ctx, job, queue) -%}
   {%- endfor -%}
   {#- a CTE read twice joins the upstreams it reads with themselves -#}
   {%- for name, reads in ctx.cte_reads.items() if ctx.rels -%}
-    {%- for p in reads[1:] -%}{%- do dbt_ivm.ivm_add_issue(ctx, 'IVM022', tk, p, 'CTE ' ~ name ~ ' read twice') -%}{%- endfor -%}
+    {%- for p in reads[1:] -%}{%- do dbt_ivm._ivm_add_issue(ctx, 'IVM022', tk, p, 'CTE ' ~ name ~ ' read twice') -%}{%- endfor -%}
   {%- endfor -%}
-  {%- do dbt_ivm.ivm_scan_functions(ctx) -%}
-  {%- do dbt_ivm.ivm_find_qualifiers(ctx) -%}
+  {%- do dbt_ivm._ivm_scan_functions(ctx) -%}
+  {%- do dbt_ivm._ivm_find_qualifiers(ctx) -%}
   {{ return(ctx) }}
 {% endmacro %}
 
-{% macro ivm_parse_block(ctx, job, queue) %}
+{% macro _ivm_parse_block(ctx, job, queue) %}
   {%- set tk = ctx.tk -%}
   {%- set toks = tk.tokens -%}
   {%- set sig = tk.sig -%}
   {%- set ns = namespace(s=job.s, e=job.e) -%}
   {#- unwrap redundant parentheses around the whole block -#}
   {%- for _ in range(20) -%}
-    {%- if ns.e - ns.s >= 2 and toks[sig[ns.s]].v == '(' and dbt_ivm.ivm_match_paren(tk, ns.s) == ns.e - 1 -%}
+    {%- if ns.e - ns.s >= 2 and toks[sig[ns.s]].v == '(' and dbt_ivm._ivm_match_paren(tk, ns.s) == ns.e - 1 -%}
       {%- set ns.s = ns.s + 1 -%}{%- set ns.e = ns.e - 1 -%}
     {%- else -%}{%- break -%}{%- endif -%}
   {%- endfor -%}
@@ -91,7 +91,7 @@
                    'clauses': {}, 'ok': false} -%}
   {%- do ctx.blocks.append(block) -%}
   {%- if ns.s >= ns.e -%}
-    {%- do dbt_ivm.ivm_add_issue(ctx, 'IVM001', tk, none, 'empty query') -%}{{ return(block) }}
+    {%- do dbt_ivm._ivm_add_issue(ctx, 'IVM001', tk, none, 'empty query') -%}{{ return(block) }}
   {%- endif -%}
   {%- set base = toks[sig[ns.s]].d -%}
   {%- do block.update({'base': base}) -%}
@@ -99,51 +99,51 @@
   {%- if toks[sig[ns.s]].w == 'with' -%}
     {%- set c = namespace(p=ns.s + 1, ok=true) -%}
     {%- if c.p < ns.e and toks[sig[c.p]].w == 'recursive' -%}
-      {%- do dbt_ivm.ivm_add_issue(ctx, 'IVM001', tk, c.p, 'WITH RECURSIVE') -%}{{ return(block) }}
+      {%- do dbt_ivm._ivm_add_issue(ctx, 'IVM001', tk, c.p, 'WITH RECURSIVE') -%}{{ return(block) }}
     {%- endif -%}
     {%- for _ in range(ns.e) -%}
       {%- if c.p + 2 >= ns.e or toks[sig[c.p]].k not in ('word', 'qid') -%}{%- set c.ok = false -%}{%- break -%}{%- endif -%}
       {%- set cte_name = toks[sig[c.p]].l -%}
       {%- set q = c.p + 2 if toks[sig[c.p + 1]].w == 'as' else c.p + 1 -%}
       {%- if toks[sig[q]].v != '(' -%}{%- set c.ok = false -%}{%- break -%}{%- endif -%}
-      {%- set m = dbt_ivm.ivm_match_paren(tk, q) -%}
+      {%- set m = dbt_ivm._ivm_match_paren(tk, q) -%}
       {%- do ctx.ctes.update({cte_name: none}) -%}
       {%- do queue.append({'kind': 'cte', 'name': cte_name, 's': q + 1, 'e': m}) -%}
       {%- set c.p = m + 1 -%}
       {%- if c.p < ns.e and toks[sig[c.p]].v == ',' -%}{%- set c.p = c.p + 1 -%}{%- else -%}{%- break -%}{%- endif -%}
     {%- endfor -%}
     {%- if not c.ok -%}
-      {%- do dbt_ivm.ivm_add_issue(ctx, 'IVM001', tk, c.p, 'WITH clause (expected `name as (select ...)`)') -%}{{ return(block) }}
+      {%- do dbt_ivm._ivm_add_issue(ctx, 'IVM001', tk, c.p, 'WITH clause (expected `name as (select ...)`)') -%}{{ return(block) }}
     {%- endif -%}
     {%- set ns.s = c.p -%}
   {%- endif -%}
   {%- if ns.s >= ns.e or toks[sig[ns.s]].w != 'select' -%}
     {%- set what = toks[sig[ns.s]].v if ns.s < ns.e else 'end of query' -%}
-    {%- do dbt_ivm.ivm_add_issue(ctx, 'IVM001', tk, ns.s, 'expected SELECT, found `' ~ what ~ '`') -%}{{ return(block) }}
+    {%- do dbt_ivm._ivm_add_issue(ctx, 'IVM001', tk, ns.s, 'expected SELECT, found `' ~ what ~ '`') -%}{{ return(block) }}
   {%- endif -%}
   {#- clause keywords at this block's depth -#}
   {%- set clauses = block.clauses -%}
   {%- for p in range(ns.s + 1, ns.e) -%}
     {%- set t = toks[sig[p]] -%}
-    {%- if t.d == base and t.w in dbt_ivm.ivm_clause_keywords() and t.w not in clauses and toks[sig[p - 1]].v != '.' -%}
+    {%- if t.d == base and t.w in dbt_ivm._ivm_clause_keywords() and t.w not in clauses and toks[sig[p - 1]].v != '.' -%}
       {%- do clauses.update({t.l: p}) -%}
     {%- endif -%}
   {%- endfor -%}
   {%- for op in ['union', 'intersect', 'except', 'minus'] if op in clauses -%}
-    {%- do dbt_ivm.ivm_add_issue(ctx, 'IVM013', tk, clauses[op], 'set operation ' ~ op | upper) -%}
+    {%- do dbt_ivm._ivm_add_issue(ctx, 'IVM013', tk, clauses[op], 'set operation ' ~ op | upper) -%}
   {%- endfor -%}
   {%- if 'lateral' in clauses -%}
-    {%- do dbt_ivm.ivm_add_issue(ctx, 'IVM015', tk, clauses['lateral'], 'LATERAL VIEW') -%}
+    {%- do dbt_ivm._ivm_add_issue(ctx, 'IVM015', tk, clauses['lateral'], 'LATERAL VIEW') -%}
   {%- endif -%}
   {%- for kw in ['order', 'limit', 'offset', 'sort', 'cluster', 'distribute'] if kw in clauses -%}
-    {%- do dbt_ivm.ivm_add_issue(ctx, 'IVM012', tk, clauses[kw], kw | upper ~ (' BY' if kw not in ('limit', 'offset') else '')) -%}
+    {%- do dbt_ivm._ivm_add_issue(ctx, 'IVM012', tk, clauses[kw], kw | upper ~ (' BY' if kw not in ('limit', 'offset') else '')) -%}
   {%- endfor -%}
   {%- for kw in ['window', 'qualify'] if kw in clauses -%}
-    {%- do dbt_ivm.ivm_add_issue(ctx, 'IVM011', tk, clauses[kw], kw | upper ~ ' clause') -%}
+    {%- do dbt_ivm._ivm_add_issue(ctx, 'IVM011', tk, clauses[kw], kw | upper ~ ' clause') -%}
   {%- endfor -%}
   {%- set positions = clauses.values() | list | sort -%}
   {%- if 'from' not in clauses -%}
-    {%- do dbt_ivm.ivm_add_issue(ctx, 'IVM050', tk, ns.s, 'SELECT without FROM') -%}{{ return(block) }}
+    {%- do dbt_ivm._ivm_add_issue(ctx, 'IVM050', tk, ns.s, 'SELECT without FROM') -%}{{ return(block) }}
   {%- endif -%}
   {%- set from_pos = clauses['from'] -%}
   {%- do block.update({'from_kw': from_pos}) -%}
@@ -154,7 +154,7 @@
     {%- set sel.p = sel.p + 1 -%}
   {%- endif -%}
   {%- do block.update({'select_s': sel.p}) -%}
-  {%- do dbt_ivm.ivm_split_select_items(ctx, block, sel.p, from_pos, base) -%}
+  {%- do dbt_ivm._ivm_split_select_items(ctx, block, sel.p, from_pos, base) -%}
   {#- end of the FROM clause: the next clause keyword after it -#}
   {%- set fe = namespace(e=ns.e) -%}
   {%- for p in positions if p > from_pos and p < fe.e -%}{%- set fe.e = p -%}{%- endfor -%}
@@ -165,16 +165,16 @@
     {%- set start = clauses[kw] + (2 if kw == 'group' else 1) -%}
     {%- do block.update({kw ~ '_range': [start, r.e]}) -%}
   {%- endfor -%}
-  {%- do dbt_ivm.ivm_parse_from(ctx, block, from_pos + 1, fe.e, base, queue) -%}
+  {%- do dbt_ivm._ivm_parse_from(ctx, block, from_pos + 1, fe.e, base, queue) -%}
   {%- for kw in ['where', 'having'] if kw ~ '_range' in block -%}
-    {%- do dbt_ivm.ivm_check_subqueries(ctx, block[kw ~ '_range'][0], block[kw ~ '_range'][1], kw | upper) -%}
+    {%- do dbt_ivm._ivm_check_subqueries(ctx, block[kw ~ '_range'][0], block[kw ~ '_range'][1], kw | upper) -%}
   {%- endfor -%}
   {%- do block.update({'ok': true}) -%}
   {{ return(block) }}
 {% endmacro %}
 
 {#- Split the select list [s, e) at top-level commas; note stars and output names. -#}
-{% macro ivm_split_select_items(ctx, block, s, e, base) %}
+{% macro _ivm_split_select_items(ctx, block, s, e, base) %}
   {%- set tk = ctx.tk -%}
   {%- set toks = tk.tokens -%}
   {%- set sig = tk.sig -%}
@@ -200,24 +200,24 @@
         {%- do item.update({'name': toks[sig[ie - 1]].l}) -%}
       {%- endif -%}
       {%- do block['items'].append(item) -%}
-      {%- do dbt_ivm.ivm_check_subqueries(ctx, is_, ie, 'SELECT list') -%}
+      {%- do dbt_ivm._ivm_check_subqueries(ctx, is_, ie, 'SELECT list') -%}
       {%- set cur.s = p + 1 -%}
     {%- endif -%}
   {%- endfor -%}
 {% endmacro %}
 
-{% macro ivm_check_subqueries(ctx, s, e, where_) %}
+{% macro _ivm_check_subqueries(ctx, s, e, where_) %}
   {%- set toks = ctx.tk.tokens -%}
   {%- set sig = ctx.tk.sig -%}
   {%- for p in range(s, e - 1) -%}
     {%- if toks[sig[p]].v == '(' and toks[sig[p + 1]].w in ('select', 'with') -%}
-      {%- do dbt_ivm.ivm_add_issue(ctx, 'IVM014', ctx.tk, p, 'subquery in ' ~ where_) -%}
+      {%- do dbt_ivm._ivm_add_issue(ctx, 'IVM014', ctx.tk, p, 'subquery in ' ~ where_) -%}
     {%- endif -%}
   {%- endfor -%}
 {% endmacro %}
 
 {#- FROM items and joins in [s, e). -#}
-{% macro ivm_parse_from(ctx, block, s, e, base, queue) %}
+{% macro _ivm_parse_from(ctx, block, s, e, base, queue) %}
   {%- set tk = ctx.tk -%}
   {%- set toks = tk.tokens -%}
   {%- set sig = tk.sig -%}
@@ -228,13 +228,13 @@
     {%- set t = toks[sig[c.p]] -%}
     {%- set item = {'join': c.join, 'join_pos': c.join_pos, 'kind': none, 'alias': none, 'name': none, 'pos': c.p, 'on': none, 'using': false} -%}
     {%- if t.v == '(' -%}
-      {%- set m = dbt_ivm.ivm_match_paren(tk, c.p) -%}
+      {%- set m = dbt_ivm._ivm_match_paren(tk, c.p) -%}
       {%- if toks[sig[c.p + 1]].w in ('select', 'with') -%}
         {%- set child = 'derived table ' ~ (ctx.blocks | length + queue | length) -%}
         {%- do queue.append({'kind': 'derived', 'name': child, 's': c.p + 1, 'e': m}) -%}
         {%- do item.update({'kind': 'derived', 'name': child}) -%}
       {%- else -%}
-        {%- do dbt_ivm.ivm_add_issue(ctx, 'IVM001', tk, c.p, 'parenthesised join') -%}{%- set c.ok = false -%}{%- break -%}
+        {%- do dbt_ivm._ivm_add_issue(ctx, 'IVM001', tk, c.p, 'parenthesised join') -%}{%- set c.ok = false -%}{%- break -%}
       {%- endif -%}
       {%- set c.p = m + 1 -%}
     {%- elif t.k in ('word', 'qid') -%}
@@ -247,11 +247,11 @@
         {%- else -%}{%- break -%}{%- endif -%}
       {%- endfor -%}
       {%- if c.p < e and toks[sig[c.p]].v == '(' -%}
-        {%- set code = 'IVM015' if parts[-1] in dbt_ivm.ivm_generator_functions() else 'IVM002' -%}
-        {%- do dbt_ivm.ivm_add_issue(ctx, code, tk, name_s, 'table function ' ~ parts | join('.') ~ '()') -%}{%- set c.ok = false -%}{%- break -%}
+        {%- set code = 'IVM015' if parts[-1] in dbt_ivm._ivm_generator_functions() else 'IVM002' -%}
+        {%- do dbt_ivm._ivm_add_issue(ctx, code, tk, name_s, 'table function ' ~ parts | join('.') ~ '()') -%}{%- set c.ok = false -%}{%- break -%}
       {%- endif -%}
       {%- if c.p < e and toks[sig[c.p]].w == 'tablesample' -%}
-        {%- do dbt_ivm.ivm_add_issue(ctx, 'IVM010', tk, name_s,
+        {%- do dbt_ivm._ivm_add_issue(ctx, 'IVM010', tk, name_s,
             'TABLESAMPLE (a random sample of the upstream)') -%}{%- set c.ok = false -%}{%- break -%}
       {%- endif -%}
       {%- do item.update({'name': parts | join('.'), 'name_s': name_s, 'name_e': c.p}) -%}
@@ -264,15 +264,15 @@
         {%- do ctx.cte_reads.setdefault(parts[0], []).append(name_s) -%}
       {%- else -%}
         {%- do item.update({'kind': 'unknown'}) -%}
-        {%- do dbt_ivm.ivm_add_issue(ctx, 'IVM002', tk, name_s, 'relation ' ~ parts | join('.')) -%}
+        {%- do dbt_ivm._ivm_add_issue(ctx, 'IVM002', tk, name_s, 'relation ' ~ parts | join('.')) -%}
       {%- endif -%}
     {%- else -%}
-      {%- do dbt_ivm.ivm_add_issue(ctx, 'IVM001', tk, c.p, 'FROM item `' ~ t.v ~ '`') -%}{%- set c.ok = false -%}{%- break -%}
+      {%- do dbt_ivm._ivm_add_issue(ctx, 'IVM001', tk, c.p, 'FROM item `' ~ t.v ~ '`') -%}{%- set c.ok = false -%}{%- break -%}
     {%- endif -%}
     {#- alias -#}
     {%- if c.p < e and toks[sig[c.p]].w == 'as' and c.p + 1 < e -%}
       {%- do item.update({'alias': toks[sig[c.p + 1]].l}) -%}{%- set c.p = c.p + 2 -%}
-    {%- elif c.p < e and toks[sig[c.p]].k in ('word', 'qid') and toks[sig[c.p]].w not in dbt_ivm.ivm_join_keywords() -%}
+    {%- elif c.p < e and toks[sig[c.p]].k in ('word', 'qid') and toks[sig[c.p]].w not in dbt_ivm._ivm_join_keywords() -%}
       {%- do item.update({'alias': toks[sig[c.p]].l}) -%}{%- set c.p = c.p + 1 -%}
     {%- endif -%}
     {%- do item.update({'alias_given': item.alias is not none}) -%}
@@ -295,7 +295,7 @@
             'lateral') and not is_call)) -%}{%- set ce.e = q -%}{%- break -%}{%- endif -%}
       {%- endfor -%}
       {%- do item.update({'on': [cs, ce.e], 'using': kw == 'using'}) -%}
-      {%- do dbt_ivm.ivm_check_subqueries(ctx, cs, ce.e, 'join condition') -%}
+      {%- do dbt_ivm._ivm_check_subqueries(ctx, cs, ce.e, 'join condition') -%}
       {%- set c.p = ce.e -%}
     {%- endif -%}
     {%- do block.from_items.append(item) -%}
@@ -313,50 +313,50 @@
         {%- else -%}{%- break -%}{%- endif -%}
       {%- endfor -%}
       {%- if 'lateral' in words -%}
-        {%- do dbt_ivm.ivm_add_issue(ctx, 'IVM015', tk, c.p - 1, 'LATERAL join') -%}{%- set c.ok = false -%}{%- break -%}
+        {%- do dbt_ivm._ivm_add_issue(ctx, 'IVM015', tk, c.p - 1, 'LATERAL join') -%}{%- set c.ok = false -%}{%- break -%}
       {%- elif words | length == 0 or words[-1] != 'join' -%}
-        {%- do dbt_ivm.ivm_add_issue(ctx, 'IVM001', tk, c.p, 'FROM clause near `' ~ toks[sig[c.p]].v ~ '`') -%}{%- set c.ok = false -%}{%- break -%}
+        {%- do dbt_ivm._ivm_add_issue(ctx, 'IVM001', tk, c.p, 'FROM clause near `' ~ toks[sig[c.p]].v ~ '`') -%}{%- set c.ok = false -%}{%- break -%}
       {%- endif -%}
       {%- set kinds = words | reject('in', ['join', 'outer']) | list -%}
       {%- set c.join = kinds | join(' ') if kinds else 'inner' -%}
     {%- endif -%}
   {%- endfor -%}
-  {%- do dbt_ivm.ivm_check_joins(ctx, block, base) -%}
+  {%- do dbt_ivm._ivm_check_joins(ctx, block, base) -%}
 {% endmacro %}
 
 {#- Outer, cross, semi/anti joins and joins without an equality are restrictions. -#}
-{% macro ivm_check_joins(ctx, block, base) %}
+{% macro _ivm_check_joins(ctx, block, base) %}
   {%- set tk = ctx.tk -%}
   {%- for item in block.from_items if item.join != 'from' -%}
     {%- set j = item.join -%}
     {%- if j in ('left', 'right', 'full') -%}
-      {%- do dbt_ivm.ivm_add_issue(ctx, 'IVM020', tk, item.join_pos, j | upper ~ ' OUTER JOIN') -%}
+      {%- do dbt_ivm._ivm_add_issue(ctx, 'IVM020', tk, item.join_pos, j | upper ~ ' OUTER JOIN') -%}
     {%- elif j in ('left semi', 'left anti', 'semi', 'anti') -%}
-      {%- do dbt_ivm.ivm_add_issue(ctx, 'IVM014', tk, item.join_pos, j | upper ~ ' JOIN') -%}
+      {%- do dbt_ivm._ivm_add_issue(ctx, 'IVM014', tk, item.join_pos, j | upper ~ ' JOIN') -%}
     {%- elif 'natural' in j -%}
-      {%- do dbt_ivm.ivm_add_issue(ctx, 'IVM021', tk, item.join_pos, 'NATURAL JOIN (name the join columns with ON)') -%}
+      {%- do dbt_ivm._ivm_add_issue(ctx, 'IVM021', tk, item.join_pos, 'NATURAL JOIN (name the join columns with ON)') -%}
     {%- elif j == 'cross' -%}
-      {%- do dbt_ivm.ivm_add_issue(ctx, 'IVM021', tk, item.join_pos, 'CROSS JOIN') -%}
+      {%- do dbt_ivm._ivm_add_issue(ctx, 'IVM021', tk, item.join_pos, 'CROSS JOIN') -%}
     {%- elif j == 'comma' -%}
       {%- set rng = block.get('where_range') -%}
-      {%- if rng is none or not dbt_ivm.ivm_has_equality(ctx, rng[0], rng[1]) -%}
-        {%- do dbt_ivm.ivm_add_issue(ctx, 'IVM021', tk, item.join_pos, 'comma join without an equality in WHERE') -%}
+      {%- if rng is none or not dbt_ivm._ivm_has_equality(ctx, rng[0], rng[1]) -%}
+        {%- do dbt_ivm._ivm_add_issue(ctx, 'IVM021', tk, item.join_pos, 'comma join without an equality in WHERE') -%}
       {%- endif -%}
     {%- elif item.on is none -%}
-      {%- do dbt_ivm.ivm_add_issue(ctx, 'IVM021', tk, item.join_pos, 'JOIN without ON') -%}
-    {%- elif not item.using and not dbt_ivm.ivm_has_equality(ctx, item.on[0], item.on[1]) -%}
-      {%- do dbt_ivm.ivm_add_issue(ctx, 'IVM021', tk, item.join_pos, 'join condition without an equality between columns') -%}
+      {%- do dbt_ivm._ivm_add_issue(ctx, 'IVM021', tk, item.join_pos, 'JOIN without ON') -%}
+    {%- elif not item.using and not dbt_ivm._ivm_has_equality(ctx, item.on[0], item.on[1]) -%}
+      {%- do dbt_ivm._ivm_add_issue(ctx, 'IVM021', tk, item.join_pos, 'join condition without an equality between columns') -%}
     {%- endif -%}
   {%- endfor -%}
 {% endmacro %}
 
 {#- True when the condition [s, e) has a top-level AND-conjunct `col-expr = col-expr`. -#}
-{% macro ivm_has_equality(ctx, s, e) %}
+{% macro _ivm_has_equality(ctx, s, e) %}
   {%- set toks = ctx.tk.tokens -%}
   {%- set sig = ctx.tk.sig -%}
   {%- set r = namespace(s=s, e=e) -%}
   {%- for _ in range(10) -%}
-    {%- if r.e - r.s >= 2 and toks[sig[r.s]].v == '(' and dbt_ivm.ivm_match_paren(ctx.tk, r.s) == r.e - 1 -%}
+    {%- if r.e - r.s >= 2 and toks[sig[r.s]].v == '(' and dbt_ivm._ivm_match_paren(ctx.tk, r.s) == r.e - 1 -%}
       {%- set r.s = r.s + 1 -%}{%- set r.e = r.e - 1 -%}
     {%- else -%}{%- break -%}{%- endif -%}
   {%- endfor -%}
@@ -379,20 +379,20 @@
     {%- set ce = bounds[i + 1] -%}
     {%- set eqs = [] -%}
     {%- for p in range(cs, ce) if toks[sig[p]].d == d and toks[sig[p]].v in ('=', '==', '<=>') -%}{%- do eqs.append(p) -%}{%- endfor -%}
-    {%- if eqs | length == 1 and dbt_ivm.ivm_has_column(ctx, cs, eqs[0]) and dbt_ivm.ivm_has_column(ctx, eqs[0] + 1, ce) -%}
+    {%- if eqs | length == 1 and dbt_ivm._ivm_has_column(ctx, cs, eqs[0]) and dbt_ivm._ivm_has_column(ctx, eqs[0] + 1, ce) -%}
       {{ return(true) }}
     {%- endif -%}
   {%- endfor -%}
   {{ return(false) }}
 {% endmacro %}
 
-{% macro ivm_has_column(ctx, s, e) %}
+{% macro _ivm_has_column(ctx, s, e) %}
   {%- set toks = ctx.tk.tokens -%}
   {%- set sig = ctx.tk.sig -%}
   {%- for p in range(s, e) -%}
     {%- set t = toks[sig[p]] -%}
     {%- set next = toks[sig[p + 1]].v if p + 1 < sig | length else '' -%}
-    {%- if (t.k == 'qid' or (t.k == 'word' and t.l not in dbt_ivm.ivm_non_column_words())) and next != '(' -%}
+    {%- if (t.k == 'qid' or (t.k == 'word' and t.l not in dbt_ivm._ivm_non_column_words())) and next != '(' -%}
       {{ return(true) }}
     {%- endif -%}
   {%- endfor -%}
@@ -401,7 +401,7 @@
 
 {#- Function calls anywhere in the query: window functions, non-deterministic functions,
     generators and aggregates. -#}
-{% macro ivm_scan_functions(ctx) %}
+{% macro _ivm_scan_functions(ctx) %}
   {%- set tk = ctx.tk -%}
   {%- set toks = tk.tokens -%}
   {%- set sig = tk.sig -%}
@@ -412,14 +412,15 @@
     {%- set next = toks[sig[p + 1]] if p + 1 < n else {'v': '', 'l': ''} -%}
     {%- set prev = toks[sig[p - 1]].v if p > 0 else '' -%}
     {%- if t.k == 'word' and prev != '.' -%}
-      {%- if t.l in dbt_ivm.ivm_nondeterministic_functions() and (next.v == '(' or t.w in ('current_timestamp', 'current_date', 'localtimestamp')) -%}
-        {%- do dbt_ivm.ivm_add_issue(ctx, 'IVM010', tk, p, t.l ~ '()') -%}
-      {%- elif next.v == '(' and t.l in dbt_ivm.ivm_generator_functions() -%}
-        {%- do dbt_ivm.ivm_add_issue(ctx, 'IVM015', tk, p, t.l ~ '()') -%}
+      {%- set called = next.v == '(' or t.w in ('current_timestamp', 'current_date', 'localtimestamp') -%}
+      {%- if t.l in dbt_ivm._ivm_nondeterministic_functions() and called -%}
+        {%- do dbt_ivm._ivm_add_issue(ctx, 'IVM010', tk, p, t.l ~ '()') -%}
+      {%- elif next.v == '(' and t.l in dbt_ivm._ivm_generator_functions() -%}
+        {%- do dbt_ivm._ivm_add_issue(ctx, 'IVM015', tk, p, t.l ~ '()') -%}
       {%- elif t.w == 'over' and (next.v == '(' or next.k in ('word', 'qid')) -%}
-        {%- do dbt_ivm.ivm_add_issue(ctx, 'IVM011', tk, p, 'window function (OVER)') -%}
-      {%- elif next.v == '(' and t.l in dbt_ivm.ivm_aggregate_functions() -%}
-        {%- do aggs.append(dbt_ivm.ivm_aggregate_call(tk, t.l, p)) -%}
+        {%- do dbt_ivm._ivm_add_issue(ctx, 'IVM011', tk, p, 'window function (OVER)') -%}
+      {%- elif next.v == '(' and t.l in dbt_ivm._ivm_aggregate_functions() -%}
+        {%- do aggs.append(dbt_ivm._ivm_aggregate_call(tk, t.l, p)) -%}
       {%- endif -%}
     {%- endif -%}
   {%- endfor -%}
@@ -428,7 +429,7 @@
 
 {#- `schema.table.column` references to an upstream: a rewrite replaces the relation part
     by the alias the upstream gets. -#}
-{% macro ivm_find_qualifiers(ctx) %}
+{% macro _ivm_find_qualifiers(ctx) %}
   {%- set toks = ctx.tk.tokens -%}
   {%- set sig = ctx.tk.sig -%}
   {%- set taken = [] -%}

@@ -1,7 +1,7 @@
 {#- Tokenizer for Spark SQL, used by the run-time analysis (Jinja cannot call Python).
     Whitespace and comments are kept as tokens so that a rewrite can rebuild the text. -#}
 
-{% macro ivm_token_pattern() -%}
+{% macro _ivm_token_pattern() -%}
 {{ return("(?P<ws>\\s+)"
     ~ "|(?P<comment>--[^\\n]*|/\\*[\\s\\S]*?\\*/)"
     ~ "|(?P<str>'(?:[^'\\\\]|\\\\.)*'|\"(?:[^\"\\\\]|\\\\.)*\")"
@@ -16,11 +16,11 @@
     k kind, v text, l lower-case text without backticks, w the lower-case word for a keyword
     check ('' unless k is word: a backticked `select` is a name, never a keyword), d
     parenthesis depth before it. -#}
-{% macro ivm_tokenize(sql) %}
+{% macro _ivm_tokenize(sql) %}
   {%- set tokens = [] -%}
   {%- set sig = [] -%}
   {%- set ns = namespace(depth=0) -%}
-  {%- for m in modules.re.finditer(dbt_ivm.ivm_token_pattern(), sql) -%}
+  {%- for m in modules.re.finditer(dbt_ivm._ivm_token_pattern(), sql) -%}
     {%- set kind = m.lastgroup -%}
     {%- set text = m.group(0) -%}
     {%- if text == ')' -%}{%- set ns.depth = ns.depth - 1 -%}{%- endif -%}
@@ -33,7 +33,7 @@
 {% endmacro %}
 
 {#- Position in sig of the parenthesis closing the one at sig position p. -#}
-{% macro ivm_match_paren(tk, p) %}
+{% macro _ivm_match_paren(tk, p) %}
   {%- set toks = tk.tokens -%}
   {%- set depth = toks[tk.sig[p]].d -%}
   {%- for q in range(p + 1, tk.sig | length) -%}
@@ -44,7 +44,7 @@
 {% endmacro %}
 
 {#- 1-based line and column of significant token p, for error messages. -#}
-{% macro ivm_position(tk, p) %}
+{% macro _ivm_position(tk, p) %}
   {%- set ns = namespace(line=1, col=1) -%}
   {%- set stop = tk.sig[p] if p < tk.sig | length else tk.tokens | length -%}
   {%- for i in range(stop) -%}

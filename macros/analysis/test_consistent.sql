@@ -5,11 +5,11 @@
 {% endtest %}
 
 {% macro default__test_consistent(model) %}
-  {%- set definition = dbt_ivm.ivm_definition_view(model) -%}
+  {%- set definition = dbt_ivm._ivm_definition_view(model) -%}
   {%- set columns = [] -%}
   {%- if execute -%}
     {%- for c in adapter.get_columns_in_relation(model) if not c.name.startswith('__ivm_') -%}
-      {%- do columns.append(dbt_ivm.ivm_quote(c.name)) -%}
+      {%- do columns.append(dbt_ivm._ivm_quote(c.name)) -%}
     {%- endfor -%}
   {%- endif -%}
   {%- set cols = columns | join(', ') if columns else '*' -%}

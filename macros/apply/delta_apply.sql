@@ -11,7 +11,7 @@
     made for one model's statement would apply to another thread's statement too. An
     interrupted refresh is resolved from the table's own history instead: the 'started'
     row of the refresh log records the table's version before the write
-    (ivm_delta_resolve_interrupted). -#}
+    (_ivm_delta_resolve_interrupted). -#}
 
 {#- SQL of the MERGE for an aggregate or DISTINCT view (merge path): the merged view lists
     every affected group once (it is grouped by the keys), with __ivm_count the group's new
@@ -23,14 +23,14 @@
 
 {% macro default__ivm_delta_aggregate_merge_sql(target, columns, merged_view, keys) %}
   {%- set on = [] -%}
-  {%- for k in dbt_ivm.ivm_quote_all(keys) -%}{%- do on.append('__ivm_t.' ~ k ~ ' <=> __ivm_s.' ~ k) -%}{%- endfor -%}
+  {%- for k in dbt_ivm._ivm_quote_all(keys) -%}{%- do on.append('__ivm_t.' ~ k ~ ' <=> __ivm_s.' ~ k) -%}{%- endfor -%}
   {%- set clauses = [] -%}
   {%- if keys -%}
     {%- do clauses.append('when matched and __ivm_s.__ivm_count = 0 then delete') -%}
   {%- endif -%}
-  {%- do clauses.append('when matched then update set ' ~ dbt_ivm.ivm_delta_set_list(columns)) -%}
+  {%- do clauses.append('when matched then update set ' ~ dbt_ivm._ivm_delta_set_list(columns)) -%}
   {%- do clauses.append('when not matched' ~ (' and __ivm_s.__ivm_count > 0' if keys else '') ~ ' then insert ' ~
-      dbt_ivm.ivm_delta_insert_list(columns)) -%}
+      dbt_ivm._ivm_delta_insert_list(columns)) -%}
   {%- set sql -%}
 merge into {{ target }} __ivm_t
 using {{ merged_view }} __ivm_s
@@ -52,9 +52,9 @@ on {{ on | join(' and ') if on else 'true' }}
   {%- if not keys -%}
     {#- no GROUP BY: the recomputed one row replaces the stored one -#}
     {%- set source = '(select *, true as __ivm_present from ' ~ insert_view ~ ')' -%}
-    {{ return(dbt_ivm.ivm_delta_merge_text(target, columns, source, [], false)) }}
+    {{ return(dbt_ivm._ivm_delta_merge_text(target, columns, source, [], false)) }}
   {%- endif -%}
-  {%- set q = dbt_ivm.ivm_quote_all(keys) | list -%}
+  {%- set q = dbt_ivm._ivm_quote_all(keys) | list -%}
   {%- set on = [] -%}
   {%- set mk = [] -%}
   {%- set match = [] -%}
@@ -70,15 +70,15 @@ on {{ on | join(' and ') if on else 'true' }}
   left join (select *, true as __ivm_present from {{ insert_view }}) __ivm_r on {{ match | join(' and ') }}
 )
   {%- endset -%}
-  {{ return(dbt_ivm.ivm_delta_merge_text(target, columns, source, on, true)) }}
+  {{ return(dbt_ivm._ivm_delta_merge_text(target, columns, source, on, true)) }}
 {% endmacro %}
 
 {#- MERGE of a source with __ivm_present (null: the key's row goes away). -#}
-{% macro ivm_delta_merge_text(target, columns, source, on, can_delete) %}
+{% macro _ivm_delta_merge_text(target, columns, source, on, can_delete) %}
   {%- set clauses = [] -%}
   {%- if can_delete -%}{%- do clauses.append('when matched and __ivm_s.__ivm_present is null then delete') -%}{%- endif -%}
-  {%- do clauses.append('when matched then update set ' ~ dbt_ivm.ivm_delta_set_list(columns)) -%}
-  {%- do clauses.append('when not matched and __ivm_s.__ivm_present then insert ' ~ dbt_ivm.ivm_delta_insert_list(columns)) -%}
+  {%- do clauses.append('when matched then update set ' ~ dbt_ivm._ivm_delta_set_list(columns)) -%}
+  {%- do clauses.append('when not matched and __ivm_s.__ivm_present then insert ' ~ dbt_ivm._ivm_delta_insert_list(columns)) -%}
   {%- set sql -%}
 merge into {{ target }} __ivm_t
 using {{ source }} __ivm_s
@@ -106,17 +106,17 @@ on {{ on | join(' and ') if on else 'true' }}
 
 {% macro default__ivm_delta_join_merge_sql(target, target_columns, insert_view, predicates, identity) %}
   {%- set columns = target_columns | map(attribute='name') | list -%}
-  {%- set cols = dbt_ivm.ivm_quote_all(columns) | list -%}
+  {%- set cols = dbt_ivm._ivm_quote_all(columns) | list -%}
   {%- set del_select = [] -%}
   {%- for c in target_columns -%}
     {%- if c.name in identity -%}
-      {%- do del_select.append('__ivm_v.' ~ dbt_ivm.ivm_quote(c.name)) -%}
+      {%- do del_select.append('__ivm_v.' ~ dbt_ivm._ivm_quote(c.name)) -%}
     {%- else -%}
-      {%- do del_select.append('cast(null as ' ~ c.data_type ~ ') as ' ~ dbt_ivm.ivm_quote(c.name)) -%}
+      {%- do del_select.append('cast(null as ' ~ c.data_type ~ ') as ' ~ dbt_ivm._ivm_quote(c.name)) -%}
     {%- endif -%}
   {%- endfor -%}
   {%- set on = ['__ivm_s.__ivm_del'] -%}
-  {%- for h in dbt_ivm.ivm_quote_all(identity) -%}{%- do on.append('__ivm_t.' ~ h ~ ' <=> __ivm_s.' ~ h) -%}{%- endfor -%}
+  {%- for h in dbt_ivm._ivm_quote_all(identity) -%}{%- do on.append('__ivm_t.' ~ h ~ ' <=> __ivm_s.' ~ h) -%}{%- endfor -%}
   {%- set sql -%}
 merge into {{ target }} __ivm_t
 using (
@@ -129,14 +129,14 @@ using (
 ) __ivm_s
 on {{ on | join(' and ') }}
 when matched then delete
-when not matched and not __ivm_s.__ivm_del then insert {{ dbt_ivm.ivm_delta_insert_list(columns) }}
+when not matched and not __ivm_s.__ivm_del then insert {{ dbt_ivm._ivm_delta_insert_list(columns) }}
   {%- endset -%}
   {{ return(sql) }}
 {% endmacro %}
 
 {#- The hidden key columns that identify the changed slices of a join-only view: those of
-    every changed upstream whose rows are deleted (see ivm_join_delete_predicates). -#}
-{% macro ivm_delta_join_identity(plan, repair) %}
+    every changed upstream whose rows are deleted (see _ivm_join_delete_predicates). -#}
+{% macro _ivm_delta_join_identity(plan, repair) %}
   {%- set names = [] -%}
   {%- for p in plan if p.changed and (repair or p.get('old', 0) > 0) -%}
     {%- for h in p.up.hidden -%}{%- do names.append(h.name) -%}{%- endfor -%}
@@ -144,14 +144,14 @@ when not matched and not __ivm_s.__ivm_del then insert {{ dbt_ivm.ivm_delta_inse
   {{ return(names) }}
 {% endmacro %}
 
-{% macro ivm_delta_set_list(columns) %}
+{% macro _ivm_delta_set_list(columns) %}
   {%- set sets = [] -%}
-  {%- for c in dbt_ivm.ivm_quote_all(columns) -%}{%- do sets.append('__ivm_t.' ~ c ~ ' = __ivm_s.' ~ c) -%}{%- endfor -%}
+  {%- for c in dbt_ivm._ivm_quote_all(columns) -%}{%- do sets.append('__ivm_t.' ~ c ~ ' = __ivm_s.' ~ c) -%}{%- endfor -%}
   {{ return(sets | join(', ')) }}
 {% endmacro %}
 
-{% macro ivm_delta_insert_list(columns) %}
-  {%- set cols = dbt_ivm.ivm_quote_all(columns) | list -%}
+{% macro _ivm_delta_insert_list(columns) %}
+  {%- set cols = dbt_ivm._ivm_quote_all(columns) | list -%}
   {%- set values = [] -%}
   {%- for c in cols -%}{%- do values.append('__ivm_s.' ~ c) -%}{%- endfor -%}
   {{ return('(' ~ cols | join(', ') ~ ') values (' ~ values | join(', ') ~ ')') }}
@@ -172,35 +172,35 @@ when not matched and not __ivm_s.__ivm_del then insert {{ dbt_ivm.ivm_delta_inse
   {%- set sql -%}
 create or replace table {{ target }} using delta
 {%- if partition_by %}
-partitioned by ({{ dbt_ivm.ivm_quote_all(partition_by) | join(', ') }})
+partitioned by ({{ dbt_ivm._ivm_quote_all(partition_by) | join(', ') }})
 {%- endif %}
-{{ dbt_ivm.ivm_tblproperties(props) }}
+{{ dbt_ivm._ivm_tblproperties(props) }}
 as {{ build_sql }}
   {%- endset -%}
   {{ return(sql) }}
 {% endmacro %}
 
 {#- Whether a relation (or none) is a Delta table. -#}
-{% macro ivm_is_delta_table(relation) %}
+{% macro _ivm_is_delta_table(relation) %}
   {{ return(relation is not none and relation.type == 'table'
-            and dbt_ivm.ivm_describe_value('describe table extended ' ~ relation, 'Provider') | lower == 'delta') }}
+            and dbt_ivm._ivm_describe_value('describe table extended ' ~ relation, 'Provider') | lower == 'delta') }}
 {% endmacro %}
 
 {#- The latest version of a Delta table (recorded in the 'started' row of a refresh, see
-    ivm_delta_resolve_interrupted). -#}
-{% macro ivm_delta_table_version(relation) %}
+    _ivm_delta_resolve_interrupted). -#}
+{% macro _ivm_delta_table_version(relation) %}
   {%- set rows = run_query('describe history ' ~ relation ~ ' limit 1').rows -%}
   {{ return(rows[0][0] | int if rows else -1) }}
 {% endmacro %}
 
-{#- Apply a staged change (see ivm_refresh_incremental) to a Delta table in one statement.
+{#- Apply a staged change (see _ivm_refresh_incremental) to a Delta table in one statement.
     Returns the number of rows deleted. -#}
 {% macro ivm_apply_delta(target, target_columns, stage, plan, repair) %}
   {{ return(adapter.dispatch('ivm_apply_delta', 'dbt_ivm')(target, target_columns, stage, plan, repair)) }}
 {% endmacro %}
 
 {% macro default__ivm_apply_delta(target, target_columns, stage, plan, repair) %}
-  {%- set sql = dbt_ivm.ivm_delta_apply_sql(target, target_columns, stage, plan, repair) -%}
+  {%- set sql = dbt_ivm._ivm_delta_apply_sql(target, target_columns, stage, plan, repair) -%}
   {%- set rows_deleted = stage.get('rows_deleted') -%}
   {%- if rows_deleted is none -%}
     {%- set rows_deleted = run_query('select count(*) from ' ~ target ~ ' __ivm_v ' ~ stage.predicates.joins | join(' ') ~
@@ -211,7 +211,7 @@ as {{ build_sql }}
 {% endmacro %}
 
 {#- The one statement that applies a staged change to a Delta table. -#}
-{% macro ivm_delta_apply_sql(target, target_columns, stage, plan, repair) %}
+{% macro _ivm_delta_apply_sql(target, target_columns, stage, plan, repair) %}
   {%- set columns = target_columns | map(attribute='name') | list -%}
   {%- set d = stage.get('delta') or {} -%}
   {%- if d.get('kind') == 'merge' -%}
@@ -219,16 +219,16 @@ as {{ build_sql }}
   {%- elif d.get('kind') == 'recompute' -%}
     {{ return(dbt_ivm.ivm_delta_recompute_merge_sql(target, columns, d.affected_view, stage.insert_view, d['keys'])) }}
   {%- elif not stage.rewrite -%}
-    {{ return('insert into ' ~ target ~ ' (' ~ dbt_ivm.ivm_quote_all(columns) | join(', ') ~ ') select ' ~
-        dbt_ivm.ivm_quote_all(columns) | join(', ') ~ ' from ' ~ stage.insert_view) }}
+    {{ return('insert into ' ~ target ~ ' (' ~ dbt_ivm._ivm_quote_all(columns) | join(', ') ~ ') select ' ~
+        dbt_ivm._ivm_quote_all(columns) | join(', ') ~ ' from ' ~ stage.insert_view) }}
   {%- endif -%}
   {{ return(dbt_ivm.ivm_delta_join_merge_sql(target, target_columns, stage.insert_view, stage.predicates,
-      dbt_ivm.ivm_delta_join_identity(plan, repair))) }}
+      dbt_ivm._ivm_delta_join_identity(plan, repair))) }}
 {% endmacro %}
 
 {#- Full build of a Delta table: one CREATE OR REPLACE TABLE (an existing relation that is
     not a Delta table, e.g. a former parquet generation table, is dropped first). -#}
-{% macro ivm_delta_build(target, existing, existing_is_delta, build_sql, partition_by, properties={}) %}
+{% macro _ivm_delta_build(target, existing, existing_is_delta, build_sql, partition_by, properties={}) %}
   {%- if existing is not none and not existing_is_delta -%}{%- do adapter.drop_relation(existing) -%}{%- endif -%}
   {%- call statement('main') -%}{{ dbt_ivm.ivm_delta_build_sql(target, build_sql, partition_by, properties) }}{%- endcall -%}
 {% endmacro %}
@@ -244,7 +244,7 @@ as {{ build_sql }}
     next one starts from there. Either way no re-apply by key is needed. Without recorded
     versions (a log written by an older dbt_ivm) the state is returned as it is, and the
     next run repairs by key or rebuilds. Returns the state to refresh from. -#}
-{% macro ivm_delta_resolve_interrupted(existing, state, exact_reads) %}
+{% macro _ivm_delta_resolve_interrupted(existing, state, exact_reads) %}
   {%- set interrupted_all = state.get('interrupted_all') or [state.interrupted] -%}
   {%- if interrupted_all | selectattr('table_version', 'none') | list -%}{{ return(state) }}{%- endif -%}
   {%- set history = run_query('describe history ' ~ existing) -%}

@@ -14,15 +14,15 @@
 {% endmacro %}
 
 {% macro default__ivm_apply_append(target, columns, insert_view) %}
-  {%- set cols = dbt_ivm.ivm_quote_all(columns) | join(', ') -%}
+  {%- set cols = dbt_ivm._ivm_quote_all(columns) | join(', ') -%}
   {%- call statement('main') -%}
     insert into {{ target }} select {{ cols }} from {{ insert_view }}
   {%- endcall -%}
 {% endmacro %}
 
 {#- Rows of the table outside the changed slices, plus the inserted rows. -#}
-{% macro ivm_patched_rows_sql(target, columns, insert_view, predicates, extra_filter) %}
-  {%- set cols = dbt_ivm.ivm_quote_all(columns) | list -%}
+{% macro _ivm_patched_rows_sql(target, columns, insert_view, predicates, extra_filter) %}
+  {%- set cols = dbt_ivm._ivm_quote_all(columns) | list -%}
   {%- set kept = [] -%}
   {%- for c in cols -%}{%- do kept.append('__ivm_v.' ~ c) -%}{%- endfor -%}
   {%- set sql -%}
@@ -40,10 +40,10 @@ select {{ cols | join(', ') }} from {{ insert_view }}
 {% endmacro %}
 
 {% macro default__ivm_apply_rewrite(target, columns, insert_view, predicates) %}
-  {%- set next_location = dbt_ivm.ivm_next_generation(target, target) -%}
+  {%- set next_location = dbt_ivm._ivm_next_generation(target, target) -%}
   {%- call statement('main') -%}
     insert overwrite directory '{{ next_location }}' using parquet
-    {{ dbt_ivm.ivm_patched_rows_sql(target, columns, insert_view, predicates, none) }}
+    {{ dbt_ivm._ivm_patched_rows_sql(target, columns, insert_view, predicates, none) }}
   {%- endcall -%}
   {%- do run_query('alter table ' ~ target ~ " set location '" ~ next_location ~ "'") -%}
   {%- do run_query('refresh table ' ~ target) -%}
@@ -56,23 +56,23 @@ select {{ cols | join(', ') }} from {{ insert_view }}
 {% endmacro %}
 
 {% macro default__ivm_build_generation(target, existing, build_sql, properties={}) %}
-  {%- set next_location = dbt_ivm.ivm_next_generation(target, existing) -%}
+  {%- set next_location = dbt_ivm._ivm_next_generation(target, existing) -%}
   {%- call statement('main') -%}
     insert overwrite directory '{{ next_location }}' using parquet
     {{ build_sql }}
   {%- endcall -%}
   {%- if existing is not none -%}{%- do adapter.drop_relation(existing) -%}{%- endif -%}
-  {%- do run_query('create table ' ~ target ~ " using parquet location '" ~ next_location ~ "' " ~ dbt_ivm.ivm_tblproperties(properties)) -%}
+  {%- do run_query('create table ' ~ target ~ " using parquet location '" ~ next_location ~ "' " ~ dbt_ivm._ivm_tblproperties(properties)) -%}
 {% endmacro %}
 
 {#- The generation directory a table is not using now. -#}
-{% macro ivm_next_generation(target, existing) %}
-  {%- set location = dbt_ivm.ivm_table_location(existing) if existing is not none and existing.type == 'table' else '' -%}
+{% macro _ivm_next_generation(target, existing) %}
+  {%- set location = dbt_ivm._ivm_table_location(existing) if existing is not none and existing.type == 'table' else '' -%}
   {%- set m = modules.re.match('^(.*)__ivm_g([12])$', location) -%}
   {%- if m -%}
     {{ return(m.group(1) ~ '__ivm_g' ~ ('2' if m.group(2) == '1' else '1')) }}
   {%- endif -%}
-  {%- set schema_location = dbt_ivm.ivm_describe_value('describe schema extended ' ~ target.schema, 'Location') -%}
+  {%- set schema_location = dbt_ivm._ivm_describe_value('describe schema extended ' ~ target.schema, 'Location') -%}
   {{ return(schema_location.rstrip('/') ~ '/' ~ target.identifier ~ '__ivm_g1') }}
 {% endmacro %}
 
@@ -87,19 +87,19 @@ select {{ cols | join(', ') }} from {{ insert_view }}
       the session setting: only the partitions written to are replaced -#}
   {%- call statement('main') -%}
     insert overwrite table {{ target }}
-    {{ dbt_ivm.ivm_patched_rows_sql(target, columns, insert_view, predicates, in_affected) }}
+    {{ dbt_ivm._ivm_patched_rows_sql(target, columns, insert_view, predicates, in_affected) }}
   {%- endcall -%}
   {%- for spec in emptied -%}
     {%- do run_query('alter table ' ~ target ~ ' drop if exists partition (' ~ spec ~ ')') -%}
   {%- endfor -%}
 {% endmacro %}
 
-{% macro ivm_table_location(relation) %}
-  {{ return(dbt_ivm.ivm_describe_value('describe table extended ' ~ relation, 'Location')) }}
+{% macro _ivm_table_location(relation) %}
+  {{ return(dbt_ivm._ivm_describe_value('describe table extended ' ~ relation, 'Location')) }}
 {% endmacro %}
 
 {#- The value of one row of a DESCRIBE ... EXTENDED result. -#}
-{% macro ivm_describe_value(statement, name) %}
+{% macro _ivm_describe_value(statement, name) %}
   {%- for row in run_query(statement).rows -%}
     {%- if row[0] | lower == name | lower -%}{{ return(row[1]) }}{%- endif -%}
   {%- endfor -%}

@@ -30,7 +30,7 @@
 {% endmacro %}
 
 {#- The error text of a change data violation of model `model_name` in upstream `upstream`. -#}
-{% macro ivm_change_data_error(model_name, code, upstream, detail) %}
+{% macro _ivm_change_data_error(model_name, code, upstream, detail) %}
   {%- set e = dbt_ivm.ivm_change_data_errors()[code] -%}
   {{ return("Model '" ~ model_name ~ "', upstream " ~ upstream ~ ': ' ~ code ~ ' ' ~ e.what ~ '.\n  ' ~ detail ~ '\n  why: ' ~ e.why
             ~ '.\n  Nothing was applied. fix: ' ~ e.fix | replace('<model>', model_name) ~ '.') }}
@@ -41,7 +41,7 @@
     `last_new` say whether the first and last image are new rows, `key_null` whether the
     key holds a NULL. Without violations a key's rows alternate between old and new
     images, so (new images - old images) = last_new - (not first_new). -#}
-{% macro ivm_change_problem_sql(first_new, last_new, key_null) %}
+{% macro _ivm_change_problem_sql(first_new, last_new, key_null) %}
   {%- set sql -%}
 case
   when __ivm_c_bad_type is not null then concat('IVM060 _change_type ', __ivm_c_bad_type, ' in key ', __ivm_c_key, ', versions ', __ivm_c_versions)
@@ -56,11 +56,11 @@ end
   {{ return(sql) }}
 {% endmacro %}
 
-{#- The counting columns ivm_change_problem_sql reads, as aggregate select items over the
+{#- The counting columns _ivm_change_problem_sql reads, as aggregate select items over the
     change rows of one key (`key`: its quoted columns). -#}
-{% macro ivm_change_check_items(key) %}
+{% macro _ivm_change_check_items(key) %}
   {%- set pairs = [] -%}
-  {%- for k in key -%}{%- do pairs.append(dbt_ivm.ivm_string_literal(k | replace('`', '')) ~ ', ' ~ k) -%}{%- endfor -%}
+  {%- for k in key -%}{%- do pairs.append(dbt_ivm._ivm_string_literal(k | replace('`', '')) ~ ', ' ~ k) -%}{%- endfor -%}
   {%- set known = "_change_type in ('insert', 'delete', 'update_preimage', 'update_postimage')" -%}
   {{ return([
     "min(case when not coalesce(" ~ known ~ ", false) then coalesce(concat('\\'', _change_type, '\\''), 'NULL') end) as __ivm_c_bad_type",
@@ -79,9 +79,9 @@ end
     versions when the refresh would be incremental, else none; a change log's version must
     not be below the stored one (a log recreated from version 1 would otherwise look like
     a window without changes). -#}
-{% macro ivm_check_versions(model_name, plan, versions_from, versions_to) %}
+{% macro _ivm_check_versions(model_name, plan, versions_from, versions_to) %}
   {%- for p in plan if (versions_to.get(p.up.name) or '') is string and (versions_to.get(p.up.name) or '').startswith('null:') -%}
-    {{ exceptions.raise_compiler_error(dbt_ivm.ivm_change_data_error(model_name, 'IVM061', p.up.name, (versions_to[p.up.name][5:])
+    {{ exceptions.raise_compiler_error(dbt_ivm._ivm_change_data_error(model_name, 'IVM061', p.up.name, (versions_to[p.up.name][5:])
         ~ ' row(s) of ' ~ p.up.change_log ~ ' have _commit_version NULL (select * from ' ~ p.up.change_log ~ ' where _commit_version is null).')) }}
   {%- endfor -%}
   {%- for p in plan if versions_from is not none and p.up.kind == 'change_log' and p.up.get('feed') != 'delta'
@@ -90,7 +90,7 @@ end
     {%- set now = versions_to.get(p.up.name) -%}
     {%- if now is none or (now | int) < after -%}
       {%- set where = ('the change log ' ~ p.up.change_log) if p.up.get('feed') != 'ivm' else ('the refresh log of ' ~ p.up.relation) -%}
-      {{ exceptions.raise_compiler_error(dbt_ivm.ivm_change_data_error(model_name, 'IVM065', p.up.name,
+      {{ exceptions.raise_compiler_error(dbt_ivm._ivm_change_data_error(model_name, 'IVM065', p.up.name,
           'The last refresh read up to version ' ~ after ~ '; ' ~ where ~ ' now ends at '
           ~ (now if now is not none else 'no version (it is empty)') ~ '.')) }}
     {%- endif -%}
@@ -98,7 +98,7 @@ end
 {% endmacro %}
 
 {#- The columns of a relation as stored in the refresh log: 'name type; ...' (names lower-case). -#}
-{% macro ivm_columns_signature(columns) %}
+{% macro _ivm_columns_signature(columns) %}
   {%- set items = [] -%}
   {%- for c in columns -%}{%- do items.append((c.name | lower) ~ ' ' ~ (c.data_type | lower)) -%}{%- endfor -%}
   {{ return(items | join('; ')) }}
@@ -110,7 +110,7 @@ end
     IVM066, as a rebuild could not run; any other change (a column added, retyped, or
     dropped but not named, as with select *) returns the reason to rebuild; none without
     drift. -#}
-{% macro ivm_schema_drift_reason(model_name, tk, stored, current) %}
+{% macro _ivm_schema_drift_reason(model_name, tk, stored, current) %}
   {%- set changes = [] -%}
   {%- set words = tk.tokens | selectattr('k', 'in', ['word', 'qid']) | map(attribute='l') | list -%}
   {%- for name, now in current.items() if stored.get(name) is not none and stored[name] != now -%}
@@ -124,7 +124,7 @@ end
       {%- do changes.append(c ~ ' dropped') -%}
     {%- endfor -%}
     {%- if named -%}
-      {{ exceptions.raise_compiler_error(dbt_ivm.ivm_change_data_error(model_name, 'IVM066', name, 'Column(s) ' ~ named | join(', ')
+      {{ exceptions.raise_compiler_error(dbt_ivm._ivm_change_data_error(model_name, 'IVM066', name, 'Column(s) ' ~ named | join(', ')
           ~ ' of ' ~ name ~ ' were there at the last refresh and are gone now; the model SQL names them. If that name belongs to another'
           ~ ' relation of the model, rebuild instead: dbt run --full-refresh -s ' ~ model_name ~ '.')) }}
     {%- endif -%}

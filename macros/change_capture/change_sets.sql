@@ -13,26 +13,26 @@
   {%- for up in upstreams -%}
     {%- if up.get('feed') == 'delta' -%}
       {#- a Delta table's version: its latest commit in the table history -#}
-      {%- set rows = run_query(dbt_ivm.ivm_delta_version_sql(up)).rows -%}
+      {%- set rows = run_query(dbt_ivm._ivm_delta_version_sql(up)).rows -%}
       {%- do versions.update({up.name: (rows[0][0] | string) if rows else none}) -%}
       {%- do exprs.append('null as v' ~ loop.index0) -%}
     {%- elif up.get('feed') == 'ivm' -%}
       {#- another ivm model stored as parquet: the stamp of its latest successful refresh
           (its change log may hold rows of an attempt that has not succeeded) -#}
-      {%- do exprs.append(dbt_ivm.ivm_upstream_version_sql(up) ~ ' as v' ~ loop.index0) -%}
+      {%- do exprs.append(dbt_ivm._ivm_upstream_version_sql(up) ~ ' as v' ~ loop.index0) -%}
     {%- elif up.kind == 'change_log' -%}
       {#- rows without a version belong to no window: counted in the same scan, as 'null:<rows>' (IVM061) -#}
       {%- do exprs.append('(select if(count_if(_commit_version is null) > 0, concat(\'null:\', count_if(_commit_version is null)), '
           ~ 'cast(max(_commit_version) as string)) from ' ~ up.change_log ~ ') as v' ~ loop.index0) -%}
     {%- else -%}
-      {%- do exprs.append('(select cast(max(' ~ dbt_ivm.ivm_quote(up.watermark) ~ ') as string) from ' ~ up.relation ~ ') as v' ~ loop.index0) -%}
+      {%- do exprs.append('(select cast(max(' ~ dbt_ivm._ivm_quote(up.watermark) ~ ') as string) from ' ~ up.relation ~ ') as v' ~ loop.index0) -%}
     {%- endif -%}
   {%- endfor -%}
   {#- the refresh history of ivm upstreams since the stored version, in the same query -#}
   {%- set history = [] -%}
   {%- for up in upstreams if up.get('feed') == 'ivm' and up.get('after') is not none and up.get('history') is none -%}
     {%- do history.append(up) -%}
-    {%- do exprs.append(dbt_ivm.ivm_upstream_history_sql(up, up.after) ~ ' as h' ~ loop.index0) -%}
+    {%- do exprs.append(dbt_ivm._ivm_upstream_history_sql(up, up.after) ~ ' as h' ~ loop.index0) -%}
   {%- endfor -%}
   {%- if upstreams | rejectattr('feed', 'equalto', 'delta') | list -%}
     {%- set row = run_query('select ' ~ exprs | join(', ')).rows[0] -%}
@@ -47,20 +47,20 @@
 {% endmacro %}
 
 {#- SQL literal comparing a version column to a stored version value. -#}
-{% macro ivm_version_literal(up, value, columns) %}
+{% macro _ivm_version_literal(up, value, columns) %}
   {%- if up.kind == 'change_log' -%}
     {{ return('cast(' ~ value ~ ' as bigint)') }}
   {%- endif -%}
   {%- for col in columns if col.name | lower == up.watermark | lower -%}
-    {{ return('cast(' ~ dbt_ivm.ivm_string_literal(value | string) ~ ' as ' ~ col.data_type ~ ')') }}
+    {{ return('cast(' ~ dbt_ivm._ivm_string_literal(value | string) ~ ' as ' ~ col.data_type ~ ')') }}
   {%- endfor -%}
 {% endmacro %}
 
 {#- The change-log rows of window (after, upto]; after none means from the beginning.
     A Delta change feed: table_changes(t, after + 1, upto), both bounds inclusive. -#}
-{% macro ivm_log_window(up, after, upto) %}
+{% macro _ivm_log_window(up, after, upto) %}
   {%- if up.get('feed') == 'delta' -%}
-    {{ return(dbt_ivm.ivm_delta_changes_sql(up, after, upto)) }}
+    {{ return(dbt_ivm._ivm_delta_changes_sql(up, after, upto)) }}
   {%- endif -%}
   {%- set conds = ['_commit_version <= ' ~ upto] -%}
   {%- if after is not none -%}{%- do conds.append('_commit_version > ' ~ after) -%}{%- endif -%}
@@ -74,17 +74,17 @@
     and rows whose old and new image are identical dropped (no-op updates).
     with_before adds __ivm_before, a struct of the old image's columns (aggregates
     subtract the old image of an updated row). __ivm_problem is the key's first change
-    data violation (ivm_change_problem_sql) or NULL; keys with one are always kept, and a
+    data violation (_ivm_change_problem_sql) or NULL; keys with one are always kept, and a
     refresh counting the view stops on them before anything is applied. -#}
 {% macro ivm_netted_changes_sql(up, columns, after, upto, with_before=false) %}
   {{ return(adapter.dispatch('ivm_netted_changes_sql', 'dbt_ivm')(up, columns, after, upto, with_before)) }}
 {% endmacro %}
 
 {% macro default__ivm_netted_changes_sql(up, columns, after, upto, with_before=false) %}
-  {%- set key = dbt_ivm.ivm_quote_all(up.unique_key) -%}
+  {%- set key = dbt_ivm._ivm_quote_all(up.unique_key) -%}
   {%- set names = columns | map(attribute='name') | list -%}
   {%- set fields = [] -%}
-  {%- for n in names -%}{%- do fields.append(dbt_ivm.ivm_string_literal(n) ~ ', ' ~ dbt_ivm.ivm_quote(n)) -%}{%- endfor -%}
+  {%- for n in names -%}{%- do fields.append(dbt_ivm._ivm_string_literal(n) ~ ', ' ~ dbt_ivm._ivm_quote(n)) -%}{%- endfor -%}
   {%- set image = 'named_struct(' ~ fields | join(', ') ~ ", '__ivm_is_new', _change_type in ('insert', 'update_postimage'))" -%}
   {#- order of changes: by version, an old image before a new image within one version -#}
   {%- set order = "_commit_version * 2 + case when _change_type in ('update_preimage', 'delete') then 0 else 1 end" -%}
@@ -92,10 +92,10 @@
   {%- set pick = [] -%}
   {%- set before = [] -%}
   {%- for n in names -%}
-    {%- set q = dbt_ivm.ivm_quote(n) -%}
+    {%- set q = dbt_ivm._ivm_quote(n) -%}
     {%- do same.append('f.' ~ q ~ ' <=> l.' ~ q) -%}
     {%- do pick.append('case when l.__ivm_is_new then l.' ~ q ~ ' else f.' ~ q ~ ' end as ' ~ q) -%}
-    {%- do before.append(dbt_ivm.ivm_string_literal(n) ~ ', f.' ~ q) -%}
+    {%- do before.append(dbt_ivm._ivm_string_literal(n) ~ ', f.' ~ q) -%}
   {%- endfor -%}
   {%- if with_before -%}
     {%- do pick.append('case when not f.__ivm_is_new then named_struct(' ~ before | join(', ') ~ ') end as __ivm_before') -%}
@@ -103,13 +103,13 @@
   {#- an ivm upstream's row key may hold NULL (a group of NULL): matched with <=>, fine -#}
   {%- set key_null = ['false'] -%}
   {%- for k in key if not up.get('ivm_model') -%}{%- do key_null.append('l.' ~ k ~ ' is null') -%}{%- endfor -%}
-  {%- set problem = dbt_ivm.ivm_change_problem_sql('f.__ivm_is_new', 'l.__ivm_is_new', key_null | join(' or ')) -%}
+  {%- set problem = dbt_ivm._ivm_change_problem_sql('f.__ivm_is_new', 'l.__ivm_is_new', key_null | join(' or ')) -%}
   {%- set sql -%}
 select {{ pick | join(', ') }}, not f.__ivm_is_new as __ivm_old, l.__ivm_is_new as __ivm_new, {{ problem }} as __ivm_problem
 from (
   select min_by({{ image }}, {{ order }}) as f, max_by({{ image }}, {{ order }}) as l,
-    {{ dbt_ivm.ivm_change_check_items(key) | join(',\n    ') }}
-  from ({{ dbt_ivm.ivm_log_window(up, after, upto) }}) __ivm_log
+    {{ dbt_ivm._ivm_change_check_items(key) | join(',\n    ') }}
+  from ({{ dbt_ivm._ivm_log_window(up, after, upto) }}) __ivm_log
   group by {{ key | join(', ') }}
 ) __ivm_net
 where ({{ problem }}) is not null or ((not f.__ivm_is_new or l.__ivm_is_new)
@@ -137,24 +137,24 @@ where ({{ problem }}) is not null or ((not f.__ivm_is_new or l.__ivm_is_new)
   {%- if up.kind != 'append_only' -%}
     {{ return(up.relation | string) }}
   {%- endif -%}
-  {%- set cols = dbt_ivm.ivm_quote_all(columns | map(attribute='name')) | join(', ') -%}
+  {%- set cols = dbt_ivm._ivm_quote_all(columns | map(attribute='name')) | join(', ') -%}
   {%- if version is none -%}
     {{ return('(select ' ~ cols ~ ' from ' ~ up.relation ~ ' where false)') }}
   {%- endif -%}
-  {{ return('(select ' ~ cols ~ ' from ' ~ up.relation ~ ' where ' ~ dbt_ivm.ivm_quote(up.watermark) ~ ' <= ' ~
-      dbt_ivm.ivm_version_literal(up, version, columns) ~ ')') }}
+  {{ return('(select ' ~ cols ~ ' from ' ~ up.relation ~ ' where ' ~ dbt_ivm._ivm_quote(up.watermark) ~ ' <= ' ~
+      dbt_ivm._ivm_version_literal(up, version, columns) ~ ')') }}
 {% endmacro %}
 
 {#- The upstreams whose reads may run ahead of the version a refresh fixed: change logs
     read with the table as it is. Delta change-feed upstreams are read exactly (time
     travel and table_changes at fixed versions). -#}
-{% macro ivm_read_ahead_upstreams(upstreams) %}
+{% macro _ivm_read_ahead_upstreams(upstreams) %}
   {{ return(upstreams | selectattr('kind', 'equalto', 'change_log') | rejectattr('feed', 'equalto', 'delta') | list) }}
 {% endmacro %}
 
 {#- True when a change log read ahead advanced past the versions a refresh fixed at its start. -#}
-{% macro ivm_logs_advanced(upstreams, versions) %}
-  {%- set logged = dbt_ivm.ivm_read_ahead_upstreams(upstreams) -%}
+{% macro _ivm_logs_advanced(upstreams, versions) %}
+  {%- set logged = dbt_ivm._ivm_read_ahead_upstreams(upstreams) -%}
   {%- if not logged -%}{{ return(false) }}{%- endif -%}
   {%- set now = dbt_ivm.ivm_current_versions(logged) -%}
   {%- for up in logged if now[up.name] != versions[up.name] -%}
@@ -166,23 +166,23 @@ where ({{ problem }}) is not null or ((not f.__ivm_is_new or l.__ivm_is_new)
 {#- Delta change data feed (upstreams declared {change_feed: delta}). -#}
 
 {#- The latest version of a Delta table (one row, column `version`). -#}
-{% macro ivm_delta_version_sql(up) %}
+{% macro _ivm_delta_version_sql(up) %}
   {{ return('describe history ' ~ up.relation ~ ' limit 1') }}
 {% endmacro %}
 
 {#- The change feed rows of versions (after, upto]: table_changes bounds are inclusive. -#}
-{% macro ivm_delta_changes_sql(up, after, upto) %}
+{% macro _ivm_delta_changes_sql(up, after, upto) %}
   {%- set start = 0 if after is none else (after | int) + 1 -%}
-  {{ return("select * from table_changes(" ~ dbt_ivm.ivm_string_literal(up.relation | string) ~ ", " ~ start ~ ", " ~ (upto | int) ~ ")") }}
+  {{ return("select * from table_changes(" ~ dbt_ivm._ivm_string_literal(up.relation | string) ~ ", " ~ start ~ ", " ~ (upto | int) ~ ")") }}
 {% endmacro %}
 
 {#- ivm upstreams stored as parquet (feed 'ivm'). -#}
 
 {#- The version of an ivm upstream: the table_version stamp of its latest successful refresh
     in the refresh log (a scalar subquery). -#}
-{% macro ivm_upstream_version_sql(up) %}
+{% macro _ivm_upstream_version_sql(up) %}
   {{ return("(select cast(max(table_version) as string) from " ~ dbt_ivm.ivm_refresh_log_relation() ~ " where model = "
-            ~ dbt_ivm.ivm_string_literal(up.uid) ~ " and status = 'success')") }}
+            ~ dbt_ivm._ivm_string_literal(up.uid) ~ " and status = 'success')") }}
 {% endmacro %}
 
 {#- What happened to an ivm upstream since version `after` (a scalar subquery, JSON), counted
@@ -190,7 +190,7 @@ where ({{ problem }}) is not null or ((not f.__ivm_is_new or l.__ivm_is_new)
     incremental ones that wrote no change log (no ivm model read it then), and attempts
     whose last row is 'started' ('interrupted': their change-log rows may describe a change
     that never reached the table, or the table may hold a change whose rows are missing). -#}
-{% macro ivm_upstream_history_sql(up, after) %}
+{% macro _ivm_upstream_history_sql(up, after) %}
   {%- set a = 'cast(' ~ (after | int) ~ ' as bigint)' -%}
   {%- set sql -%}
 (select to_json(named_struct(
@@ -199,7 +199,7 @@ where ({{ problem }}) is not null or ((not f.__ivm_is_new or l.__ivm_is_new)
    'interrupted', count_if(st = 'started' and tv >= {{ a }})))
  from (select max_by(status, logged_at) as st, max_by(path, logged_at) as pa, max(table_version) as tv,
               max_by(coalesce(changes_logged, false), logged_at) as lg
-       from {{ dbt_ivm.ivm_refresh_log_relation() }} where model = {{ dbt_ivm.ivm_string_literal(up.uid) }} group by refresh_id))
+       from {{ dbt_ivm.ivm_refresh_log_relation() }} where model = {{ dbt_ivm._ivm_string_literal(up.uid) }} group by refresh_id))
   {%- endset -%}
   {{ return(sql) }}
 {% endmacro %}
@@ -208,7 +208,7 @@ where ({{ problem }}) is not null or ((not f.__ivm_is_new or l.__ivm_is_new)
     change log cannot be trusted since the stored version (it was rebuilt in full, had an
     interrupted refresh, or refreshed without writing its log), or none. Reads the history
     ivm_current_versions fetched. -#}
-{% macro ivm_upstream_rebuild_reason(plan, versions_to) %}
+{% macro _ivm_upstream_rebuild_reason(plan, versions_to) %}
   {%- for p in plan if p.up.get('feed') == 'ivm' -%}
     {%- set what = 'upstream ' ~ p.up.name ~ ' (an ivm model)' -%}
     {%- if p.up.get('after') is none -%}

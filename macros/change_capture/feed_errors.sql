@@ -5,7 +5,7 @@
     names the Delta error the read would raise; the same classifier also reads any
     error text that contains one of these error classes. -#}
 
-{% macro ivm_change_feed_errors() %}
+{% macro _ivm_change_feed_errors() %}
   {%- set schema_change = {
       'what': 'the schema of the table changed incompatibly (columns renamed, dropped or retyped, or the table replaced with another'
               ~ ' schema) since the last refresh',
@@ -31,8 +31,8 @@
 
 {#- The Delta change-feed error class named in an error text, with what it means and what
     to do: {'code', 'what', 'fix'}, or none for any other text. -#}
-{% macro ivm_classify_change_feed_error(message) %}
-  {%- set errors = dbt_ivm.ivm_change_feed_errors() -%}
+{% macro _ivm_classify_change_feed_error(message) %}
+  {%- set errors = dbt_ivm._ivm_change_feed_errors() -%}
   {%- for code in errors | sort(reverse=true) if code in (message | string) -%}
     {{ return({'code': code, 'what': errors[code].what, 'fix': errors[code].fix}) }}
   {%- endfor -%}
@@ -43,8 +43,8 @@
     {'action': 'fail' | 'rebuild' | 'unknown', 'text': the explanation or the reason to log}.
     A text in Delta's form ('[CODE] ...') is what Delta said; any other is what the check
     before the read (ivm_delta_feed_problem) found. -#}
-{% macro ivm_change_feed_decision(model_name, upstream_name, message, on_error) %}
-  {%- set e = dbt_ivm.ivm_classify_change_feed_error(message) -%}
+{% macro _ivm_change_feed_decision(model_name, upstream_name, message, on_error) %}
+  {%- set e = dbt_ivm._ivm_classify_change_feed_error(message) -%}
   {%- if e is none -%}
     {{ return({'action': 'unknown', 'text': message}) }}
   {%- endif -%}
@@ -96,7 +96,7 @@
               ~ ' no longer reaches version ' ~ start) }}
   {%- endif -%}
   {#- recreated: version `after` of this table was committed after the last refresh read it -#}
-  {%- if since is not none and after in commits and dbt_ivm.ivm_seconds_between(since, commits[after].ts) > 0 -%}
+  {%- if since is not none and after in commits and dbt_ivm._ivm_seconds_between(since, commits[after].ts) > 0 -%}
     {{ return('DELTA_CDC_START_VERSION_AFTER_LATEST: ' ~ up.relation ~ ' was recreated after the last refresh (its version ' ~ after
               ~ ' was committed at ' ~ commits[after].ts ~ ')') }}
   {%- endif -%}
@@ -141,9 +141,9 @@
     {{ return('DELTA_MISSING_CHANGE_DATA: delta.enableChangeDataFeed is not enabled on ' ~ up.relation) }}
   {%- endif -%}
   {#- retention: the start version must be younger than delta.deletedFileRetentionDuration -#}
-  {%- set retention = dbt_ivm.ivm_interval_seconds(props.get('delta.deletedfileretentionduration', 'interval 1 week')) -%}
+  {%- set retention = dbt_ivm._ivm_interval_seconds(props.get('delta.deletedfileretentionduration', 'interval 1 week')) -%}
   {%- if retention is not none and start in commits and start < versions | max -%}
-    {%- set age = dbt_ivm.ivm_seconds_between(commits[start].ts, none) -%}
+    {%- set age = dbt_ivm._ivm_seconds_between(commits[start].ts, none) -%}
     {%- if age + [60, retention / 10] | min > retention -%}
       {{ return('DELTA_UNSUPPORTED_TIME_TRAVEL_BEYOND_DELETED_FILE_RETENTION_DURATION: version ' ~ start ~ ' of ' ~ up.relation ~ ' was committed '
                 ~ age | round | int ~ ' s ago, beyond delta.deletedFileRetentionDuration ('
@@ -159,7 +159,7 @@
         schema), at version `after` while it is still readable -#}
     {%- set before = start if schema.replaced > start else after -%}
     {%- if before == after and (after not in commits or (retention is not none
-          and dbt_ivm.ivm_seconds_between(commits[after].ts, none) + [60, retention / 10] | min > retention)) -%}
+          and dbt_ivm._ivm_seconds_between(commits[after].ts, none) + [60, retention / 10] | min > retention)) -%}
       {{ return('DELTA_CHANGE_DATA_FEED_INCOMPATIBLE_DATA_SCHEMA: version ' ~ schema.replaced ~ ' of ' ~ up.relation
                 ~ ' replaced the table, and its schema before can no longer be read') }}
     {%- endif -%}
@@ -179,7 +179,7 @@
 
 {#- Seconds of a Delta interval property ('interval 1 week', '7 days', 'interval 2 hours 30 minutes'),
     or none when it cannot be read. -#}
-{% macro ivm_interval_seconds(text) %}
+{% macro _ivm_interval_seconds(text) %}
   {%- set units = {'week': 604800, 'day': 86400, 'hour': 3600, 'minute': 60, 'second': 1, 'millisecond': 0.001, 'microsecond': 0.000001} -%}
   {%- set rest = modules.re.sub('^\\s*interval\\s+', '', (text | string) | lower) -%}
   {%- set parts = modules.re.findall('(\\d+)\\s*(week|day|hour|minute|second|millisecond|microsecond)s?\\b', rest) -%}
@@ -194,7 +194,7 @@
 {#- Seconds from timestamp `a` to timestamp `b` (none: Spark's current time), both as a query
     returned them (datetimes from the session cursor, in the same zone; strings over other
     connections are compared by Spark itself). -#}
-{% macro ivm_seconds_between(a, b) %}
+{% macro _ivm_seconds_between(a, b) %}
   {%- if b is none -%}
     {%- set b = run_query('select current_timestamp()').rows[0][0] -%}
   {%- endif -%}
@@ -210,13 +210,13 @@
     (ivm_on_change_feed_error=rebuild), or none. An upstream that is another ivm model and
     was rebuilt in full since (a CREATE OR REPLACE) always means a rebuild, with that
     reason: the rebuild is the package's own doing, never an error. -#}
-{% macro ivm_check_change_feeds(model, plan, state, versions_to, settings) %}
+{% macro _ivm_check_change_feeds(model, plan, state, versions_to, settings) %}
   {%- for p in plan if p.up.get('feed') == 'delta' -%}
     {%- set after = state.last_success.versions.get(p.up.name) -%}
     {%- set upto = versions_to[p.up.name] -%}
     {%- if after != upto and after is not none and upto is not none -%}
-      {%- set commits = dbt_ivm.ivm_delta_commits(p.up.relation) -%}
-      {%- set rebuilt = dbt_ivm.ivm_delta_rebuilt_at(commits, after) if p.up.get('ivm_model') else none -%}
+      {%- set commits = dbt_ivm._ivm_delta_commits(p.up.relation) -%}
+      {%- set rebuilt = dbt_ivm._ivm_delta_rebuilt_at(commits, after) if p.up.get('ivm_model') else none -%}
       {%- if rebuilt is not none -%}
         {#- an ivm upstream's full build is a CREATE OR REPLACE: expected, rebuild, logged -#}
         {%- set reason = 'upstream ' ~ p.up.name ~ ' (an ivm model) was rebuilt in full at its version ' ~ rebuilt
@@ -226,7 +226,7 @@
       {%- endif -%}
       {%- set problem = dbt_ivm.ivm_delta_feed_problem(p.up, after, upto, state.last_success.get('logged_at'), commits) -%}
       {%- if problem -%}
-        {%- set decision = dbt_ivm.ivm_change_feed_decision(model.name, p.up.name, problem, settings.on_change_feed_error) -%}
+        {%- set decision = dbt_ivm._ivm_change_feed_decision(model.name, p.up.name, problem, settings.on_change_feed_error) -%}
         {%- if decision.action == 'rebuild' -%}
           {{ log('dbt_ivm: ' ~ model.name ~ ': ' ~ decision.text, info=true) }}
           {{ return(decision.text) }}
@@ -240,7 +240,7 @@
 
 {#- The commits of a Delta table, {version: {'ts', 'op', 'params'}}, from one DESCRIBE HISTORY
     (it cannot be a subquery: the whole history is read and its columns picked by name). -#}
-{% macro ivm_delta_commits(relation) %}
+{% macro _ivm_delta_commits(relation) %}
   {%- set history = run_query('describe history ' ~ relation) -%}
   {%- set names = history.column_names | map('lower') | list -%}
   {%- set commits = {} -%}
@@ -253,8 +253,8 @@
 {% endmacro %}
 
 {#- The first version after `after` at which a Delta table was replaced (CREATE OR REPLACE,
-    REPLACE TABLE: an ivm model's full build), or none; commits from ivm_delta_commits. -#}
-{% macro ivm_delta_rebuilt_at(commits, after) %}
+    REPLACE TABLE: an ivm model's full build), or none; commits from _ivm_delta_commits. -#}
+{% macro _ivm_delta_rebuilt_at(commits, after) %}
   {%- for v in commits.keys() | sort if v > (after | int) and (commits[v].op.startswith('CREATE OR '
       'REPLACE') or commits[v].op.startswith('REPLACE TABLE')) -%}
     {{ return(v) }}

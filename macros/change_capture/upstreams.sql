@@ -29,10 +29,10 @@
     {%- do meta.update(node.get('meta', {}).get('ivm', {})) -%}
     {%- set display = (node.source_name ~ '.' ~ node.name) if is_source else node.name -%}
     {%- set rendered = relation.render() -%}
-    {%- set parts = dbt_ivm.ivm_tokenize(rendered).tokens | rejectattr('v', 'equalto', '.') | map(attribute='l') | list -%}
+    {%- set parts = dbt_ivm._ivm_tokenize(rendered).tokens | rejectattr('v', 'equalto', '.') | map(attribute='l') | list -%}
     {%- set key = meta.get('unique_key') -%}
     {%- set key = [key] if key is string else (key or []) -%}
-    {%- do dbt_ivm.ivm_check_declared_names(model, display, meta, key) -%}
+    {%- do dbt_ivm._ivm_check_declared_names(model, display, meta, key) -%}
     {%- set problems = [] -%}
     {%- set yaml_where = ("sources: [{name: " ~ node.source_name ~ ", tables: [{name: " ~ node.name ~
         ", meta: {ivm: {") if is_source else ("models: [{name: " ~ node.name ~ ", config: {meta: {ivm: {") -%}
@@ -109,13 +109,13 @@
           ') does not exist. Build or load it first.') }}
     {%- endif -%}
     {%- set described = run_query('describe table extended ' ~ r).rows -%}
-    {%- do up.update({'described_columns': dbt_ivm.ivm_described_columns(described),
-                      'described_properties': dbt_ivm.ivm_table_info(described).properties}) -%}
+    {%- do up.update({'described_columns': dbt_ivm._ivm_described_columns(described),
+                      'described_properties': dbt_ivm._ivm_table_info(described).properties}) -%}
     {%- if up.feed == 'ivm' -%}
       {%- do dbt_ivm.ivm_resolve_ivm_upstream(up, described) -%}
       {%- continue -%}
     {%- endif -%}
-    {%- set found = dbt_ivm.ivm_delta_change_feed_status(described) -%}
+    {%- set found = dbt_ivm._ivm_delta_change_feed_status(described) -%}
     {%- if found.ok -%}
       {%- do up.update({'feed': 'delta'}) -%}
     {%- else -%}
@@ -140,7 +140,7 @@
 {% endmacro %}
 
 {% macro default__ivm_resolve_ivm_upstream(up, described) %}
-  {%- set info = dbt_ivm.ivm_table_info(described) -%}
+  {%- set info = dbt_ivm._ivm_table_info(described) -%}
   {%- set key = info.properties.get('dbt_ivm.row_key', '') | trim -%}
   {%- set key = key.split(',') | map('trim') | reject('equalto', '') | list -%}
   {%- if not key -%}
@@ -160,7 +160,7 @@
   {%- if info.provider == 'delta' -%}
     {%- do up.update({'feed': 'delta', 'change_log': up.relation}) -%}
   {%- else -%}
-    {%- do up.update({'change_log': dbt_ivm.ivm_change_log_relation(up.relation)}) -%}
+    {%- do up.update({'change_log': dbt_ivm._ivm_change_log_relation(up.relation)}) -%}
   {%- endif -%}
   {{ return(up) }}
 {% endmacro %}
@@ -168,7 +168,7 @@
 {#- From the rows of DESCRIBE TABLE EXTENDED: {'provider': lower case, 'properties': dict}.
     Spark lists the properties as [k1=v1,k2=v2,...]: a part without '=' continues the
     value before it (a row key lists its columns separated by commas). -#}
-{% macro ivm_table_info(rows) %}
+{% macro _ivm_table_info(rows) %}
   {%- set info = {} -%}
   {%- for row in rows if row[0] -%}{%- do info.update({row[0] | trim | lower: (row[1] or '') | string}) -%}{%- endfor -%}
   {%- set text = info.get('table properties', '') | trim -%}
@@ -189,7 +189,7 @@
 
 {#- The columns in the rows of DESCRIBE TABLE EXTENDED (those before the first blank or
     '#' row), as dbt's adapter.get_columns_in_relation reads them from the same rows. -#}
-{% macro ivm_described_columns(rows) %}
+{% macro _ivm_described_columns(rows) %}
   {%- set columns = [] -%}
   {%- set ns = namespace(done=false) -%}
   {%- for r in rows if not ns.done -%}
@@ -203,7 +203,7 @@
 {% endmacro %}
 
 {#- The change log an ivm table stored as parquet writes for its ivm dependents. -#}
-{% macro ivm_change_log_relation(relation) %}
+{% macro _ivm_change_log_relation(relation) %}
   {{ return(api.Relation.create(database=relation.database, schema=relation.schema,
                                 identifier='__ivm_changes__' ~ relation.identifier, type='table')) }}
 {% endmacro %}
@@ -211,7 +211,7 @@
 {#- True when the ivm model must write its own change log: it is stored as parquet, declares
     no `ivm` meta of its own and some ivm model reads it (a model without ivm dependents
     pays nothing). -#}
-{% macro ivm_writes_change_log(model, settings) %}
+{% macro _ivm_writes_change_log(model, settings) %}
   {%- if settings.get('file_format') == 'delta' or (model.config.get('meta') or {}).get('ivm') or (model.get('meta') or {}).get('ivm') -%}
     {{ return(false) }}
   {%- endif -%}
@@ -223,7 +223,7 @@
 
 {#- From the rows of DESCRIBE TABLE EXTENDED: {'ok': a Delta table with its change data
     feed on, 'what': what the table is when not}. -#}
-{% macro ivm_delta_change_feed_status(rows) %}
+{% macro _ivm_delta_change_feed_status(rows) %}
   {%- set info = {} -%}
   {%- for row in rows if row[0] -%}{%- do info.update({row[0] | trim | lower: (row[1] or '') | string}) -%}{%- endfor -%}
   {%- set provider = info.get('provider', 'unknown') | trim | lower -%}
@@ -237,7 +237,7 @@
 {#- Declared names reach SQL: a change_log must be [schema.]table of plain identifiers (it is
     rendered unquoted), keys and watermarks column names without backticks, semicolons or
     line breaks (they are quoted). Fails before any statement runs. -#}
-{% macro ivm_check_declared_names(model, upstream, meta, key) %}
+{% macro _ivm_check_declared_names(model, upstream, meta, key) %}
   {%- set log = meta.get('change_log') -%}
   {%- if log is not none and (log is not string or not modules.re.fullmatch('[A-Za-z_][A-Za-z0-9_]*([.][A-Za-z_][A-Za-z0-9_]*)?', log)) -%}
     {{ exceptions.raise_compiler_error("Model '" ~ model.name ~ "': upstream " ~ upstream ~ " declares change_log '" ~ log

@@ -1,7 +1,7 @@
 {#- The refresh paths of the ivm materialization: full build and incremental refresh. -#}
 
 {#- Model config keys, validated. -#}
-{% macro ivm_model_settings(model) %}
+{% macro _ivm_model_settings(model) %}
   {%- set on_unsupported = config.get('ivm_on_unsupported', 'error') -%}
   {%- if on_unsupported not in ('error', 'full_rebuild') -%}
     {{ exceptions.raise_compiler_error("Model '" ~ model.name ~ "': ivm_on_unsupported must be 'error' or 'full_rebuild', got '" ~
@@ -39,7 +39,7 @@
 {% endmacro %}
 
 {#- Columns of an upstream, after checking that it and its change log exist. -#}
-{% macro ivm_checked_columns(model, up) %}
+{% macro _ivm_checked_columns(model, up) %}
   {%- set columns = up.get('described_columns') or adapter.get_columns_in_relation(up.relation) -%}
   {%- if not columns -%}
     {{ exceptions.raise_compiler_error("Model '" ~ model.name ~ "': upstream " ~ up.name ~ ' (' ~ up.relation ~
@@ -65,7 +65,7 @@
   {{ return(columns) }}
 {% endmacro %}
 
-{% macro ivm_full_refresh_reason(existing, state, definition_hash) %}
+{% macro _ivm_full_refresh_reason(existing, state, definition_hash) %}
   {%- if should_full_refresh() -%}{{ return('--full-refresh requested') }}{%- endif -%}
   {%- if existing is none -%}
     {{ return('first build' if state.last_success is none else 'the table was dropped outside dbt_ivm after its last refresh') }}
@@ -77,33 +77,33 @@
   {{ return(none) }}
 {% endmacro %}
 
-{% macro ivm_seconds_since(started_at) %}
+{% macro _ivm_seconds_since(started_at) %}
   {{ return(((modules.datetime.datetime.utcnow() - started_at).total_seconds() * 1000) | round / 1000) }}
 {% endmacro %}
 
 {#- Build (or rebuild) the table from build_sql and keep the plain definition (from
-    ivm_checked_definition) as a view. entry.row_key (column names, or 'visible' for all columns of the definition) is
+    _ivm_checked_definition) as a view. entry.row_key (column names, or 'visible' for all columns of the definition) is
     recorded as the table property dbt_ivm.row_key, for ivm models that read this one. -#}
-{% macro ivm_build_full(target, existing, build_sql, definition, settings, entry) %}
+{% macro _ivm_build_full(target, existing, build_sql, definition, settings, entry) %}
   {%- do entry.update({'status': 'started'}) -%}
-  {%- set existing_is_delta = settings.get('file_format') == 'delta' and dbt_ivm.ivm_is_delta_table(existing) -%}
+  {%- set existing_is_delta = settings.get('file_format') == 'delta' and dbt_ivm._ivm_is_delta_table(existing) -%}
   {%- if settings.get('file_format') == 'delta' -%}
-    {%- do entry.update({'table_version': dbt_ivm.ivm_delta_table_version(existing) if existing_is_delta else -1}) -%}
+    {%- do entry.update({'table_version': dbt_ivm._ivm_delta_table_version(existing) if existing_is_delta else -1}) -%}
   {%- endif -%}
   {%- do dbt_ivm.ivm_log_refresh(model, target, entry) -%}
-  {%- set definition_view = dbt_ivm.ivm_definition_view(target) -%}
+  {%- set definition_view = dbt_ivm._ivm_definition_view(target) -%}
   {%- do run_query('create or replace view ' ~ definition_view ~ ' as ' ~ definition.sql) -%}
   {%- set row_key = definition.columns if entry.get('row_key') == 'visible' else entry.get('row_key') -%}
   {%- set properties = {'dbt_ivm.row_key': row_key | join(',')} if row_key else {} -%}
   {%- if settings.get('file_format') == 'delta' -%}
-    {%- do dbt_ivm.ivm_delta_build(target, existing, existing_is_delta, build_sql, settings.partition_by, properties) -%}
+    {%- do dbt_ivm._ivm_delta_build(target, existing, existing_is_delta, build_sql, settings.partition_by, properties) -%}
   {%- elif settings.partition_by -%}
     {%- if existing is not none -%}{%- do adapter.drop_relation(existing) -%}{%- endif -%}
     {%- call statement('main') -%}
       create table {{ target }} using parquet
       options (partitionOverwriteMode 'dynamic')
-      partitioned by ({{ dbt_ivm.ivm_quote_all(settings.partition_by) | join(', ') }})
-      {{ dbt_ivm.ivm_tblproperties(properties) }}
+      partitioned by ({{ dbt_ivm._ivm_quote_all(settings.partition_by) | join(', ') }})
+      {{ dbt_ivm._ivm_tblproperties(properties) }}
       as {{ build_sql }}
     {%- endcall -%}
   {%- else -%}
@@ -115,19 +115,19 @@
   {%- endif -%}
   {%- set rows = run_query('select count(*) from ' ~ target).rows[0][0] -%}
   {%- set columns = entry.get('columns') or {} -%}
-  {%- do columns.update({'.': dbt_ivm.ivm_columns_signature(adapter.get_columns_in_relation(target))}) -%}
+  {%- do columns.update({'.': dbt_ivm._ivm_columns_signature(adapter.get_columns_in_relation(target))}) -%}
   {%- do entry.update({'status': 'success', 'rows_inserted': rows, 'rows_deleted': 0, 'columns': columns,
-                       'logs_advanced': dbt_ivm.ivm_logs_advanced(entry.get('watch', []), entry.get('versions_to', {})),
-                       'duration_s': dbt_ivm.ivm_seconds_since(entry.started_at)}) -%}
+                       'logs_advanced': dbt_ivm._ivm_logs_advanced(entry.get('watch', []), entry.get('versions_to', {})),
+                       'duration_s': dbt_ivm._ivm_seconds_since(entry.started_at)}) -%}
   {%- do dbt_ivm.ivm_log_refresh(model, target, entry) -%}
   {{ log('dbt_ivm: ' ~ model.name ~ ': full build (' ~ entry.reason ~ '), ' ~ rows ~ ' rows', info=true) }}
 {% endmacro %}
 
 {#- TBLPROPERTIES clause of a CREATE TABLE (empty without properties). -#}
-{% macro ivm_tblproperties(properties) %}
+{% macro _ivm_tblproperties(properties) %}
   {%- set items = [] -%}
   {%- for k, v in properties | dictsort -%}
-    {%- do items.append(dbt_ivm.ivm_string_literal(k) ~ ' = ' ~ dbt_ivm.ivm_string_literal(v)) -%}
+    {%- do items.append(dbt_ivm._ivm_string_literal(k) ~ ' = ' ~ dbt_ivm._ivm_string_literal(v)) -%}
   {%- endfor -%}
   {{ return('tblproperties (' ~ items | join(', ') ~ ')' if items else '') }}
 {% endmacro %}
@@ -136,7 +136,7 @@
     milliseconds, above every stamp logged before (state.table_version), so it grows with
     every attempt and is never reused. An ivm table stored as parquet stamps its own change
     log rows with it (_commit_version) and logs it as the refresh's table_version. -#}
-{% macro ivm_table_stamp(started_at, state) %}
+{% macro _ivm_table_stamp(started_at, state) %}
   {%- set ms = ((started_at - modules.datetime.datetime(1970, 1, 1)).total_seconds() * 1000) | round | int -%}
   {%- set last = (state or {}).get('table_version') -%}
   {{ return([ms, (last + 1) if last is not none else 0] | max) }}
@@ -151,10 +151,10 @@
 
 {% macro default__ivm_create_change_log(target, log) %}
   {%- do run_query('drop table if exists ' ~ log) -%}
-  {%- do run_query(dbt_ivm.ivm_change_log_ddl(target, log, false)) -%}
+  {%- do run_query(dbt_ivm._ivm_change_log_ddl(target, log, false)) -%}
 {% endmacro %}
 
-{% macro ivm_change_log_ddl(target, log, if_not_exists) %}
+{% macro _ivm_change_log_ddl(target, log, if_not_exists) %}
   {{ return('create table ' ~ ('if not exists ' if if_not_exists else '') ~ log ~ ' using parquet as select *, cast(null as string) as _change_type, '
             ~ 'cast(null as bigint) as _commit_version, cast(null as timestamp) as _commit_timestamp from ' ~ target ~ ' where false') }}
 {% endmacro %}
@@ -169,8 +169,8 @@
 {% endmacro %}
 
 {% macro default__ivm_append_change_log(target, log, columns, stage, stamp) %}
-  {%- do run_query(dbt_ivm.ivm_change_log_ddl(target, log, true)) -%}
-  {%- set cols = dbt_ivm.ivm_quote_all(columns) | list -%}
+  {%- do run_query(dbt_ivm._ivm_change_log_ddl(target, log, true)) -%}
+  {%- set cols = dbt_ivm._ivm_quote_all(columns) | list -%}
   {%- set kept = [] -%}
   {%- for c in cols -%}{%- do kept.append('__ivm_v.' ~ c) -%}{%- endfor -%}
   {%- set tail = ', cast(' ~ stamp ~ ' as bigint), current_timestamp()' -%}
@@ -184,14 +184,14 @@
                    ~ parts | join(' union all ')) -%}
 {% endmacro %}
 
-{% macro ivm_definition_view(relation) %}
+{% macro _ivm_definition_view(relation) %}
   {{ return(api.Relation.create(database=relation.database, schema=relation.schema, identifier='__ivm_def__' ~ relation.identifier, type='view')) }}
 {% endmacro %}
 
 {#- Apply the changes since the stored versions. spec: none for a join-only view, else
-    the aggregate spec (ivm_aggregate_spec). Returns none, or the reason to rebuild the
+    the aggregate spec (_ivm_aggregate_spec). Returns none, or the reason to rebuild the
     table in full instead (the change is larger than ivm_rebuild_above of the upstreams). -#}
-{% macro ivm_refresh_incremental(model, target, template, spec, plan, state, settings, entry) %}
+{% macro _ivm_refresh_incremental(model, target, template, spec, plan, state, settings, entry) %}
   {%- set versions_from = state.last_success.versions -%}
   {%- set prefix = '__ivm_' ~ modules.re.sub('[^A-Za-z0-9_]', '_', target.identifier) -%}
   {%- set temp_views = [] -%}
@@ -208,13 +208,13 @@
       {%- set view = prefix ~ '_chg_' ~ p.up.short -%}
       {%- do temp_views.append(view) -%}
       {%- do p.update({'change_view': view}) -%}
-      {%- do dbt_ivm.ivm_cache_view(view, dbt_ivm.ivm_netted_changes_sql(p.up, p.columns, after, p.to, spec is not none)) -%}
+      {%- do dbt_ivm._ivm_cache_view(view, dbt_ivm.ivm_netted_changes_sql(p.up, p.columns, after, p.to, spec is not none)) -%}
       {%- do counters.append('(select named_struct(\'rows\', count(*), \'old\', count_if(__ivm_old), \'new\', count_if(__ivm_new), \'base\', '
           ~ base ~ ', \'problem\', min(__ivm_problem), \'problems\', count(__ivm_problem)) from ' ~ view ~ ')') -%}
     {%- elif p.changed -%}
       {#- the same struct type as a change log's counter: array() needs one element type -#}
       {%- do counters.append('(select named_struct(\'rows\', count(*), \'old\', 0L, \'new\', count(*), \'base\', ' ~ base ~
-          ', \'problem\', cast(null as string), \'problems\', 0L) from ' ~ p.up.relation ~ ' where ' ~ dbt_ivm.ivm_watermark_window(p) ~ ')') -%}
+          ', \'problem\', cast(null as string), \'problems\', 0L) from ' ~ p.up.relation ~ ' where ' ~ dbt_ivm._ivm_watermark_window(p) ~ ')') -%}
     {%- endif -%}
   {%- endfor -%}
   {%- set changed = plan | selectattr('changed') | list -%}
@@ -225,9 +225,9 @@
     {%- for c in fromjson(counts) -%}
       {%- set p = changed[loop.index0] -%}
       {%- if c.get('problem') -%}
-        {%- do dbt_ivm.ivm_drop_temp_views(temp_views) -%}
+        {%- do dbt_ivm._ivm_drop_temp_views(temp_views) -%}
         {%- set more = (' (and ' ~ (c.problems - 1) ~ ' more key(s))') if c.problems > 1 else '' -%}
-        {{ exceptions.raise_compiler_error(dbt_ivm.ivm_change_data_error(model.name, c.problem[:6], p.up.name,
+        {{ exceptions.raise_compiler_error(dbt_ivm._ivm_change_data_error(model.name, c.problem[:6], p.up.name,
             'In ' ~ (p.up.change_log or p.up.relation) ~ ', versions after ' ~ (p['from'] if p['from'] is not none else 'the start')
             ~ ' up to ' ~ p.to ~ ': ' ~ c.problem[7:] ~ more ~ '.')) }}
       {%- endif -%}
@@ -239,10 +239,10 @@
     {%- endfor -%}
   {%- endif -%}
   {%- do entry.update({'versions_from': versions_from, 'change_rows': change_rows}) -%}
-  {%- do dbt_ivm.ivm_lap(phases, 'changes', clock) -%}
+  {%- do dbt_ivm._ivm_lap(phases, 'changes', clock) -%}
 
   {%- if settings.rebuild_above and nv.rows > 0 and nv.rows > settings.rebuild_above * nv.base -%}
-    {%- do dbt_ivm.ivm_drop_temp_views(temp_views) -%}
+    {%- do dbt_ivm._ivm_drop_temp_views(temp_views) -%}
     {%- set share = (100.0 * nv.rows / [nv.base, 1] | max) | round(1) -%}
     {{ return(nv.rows ~ ' changed rows = ' ~ share ~ '% of the ' ~ nv.base ~
         ' rows of the changed upstreams, above ivm_rebuild_above=' ~ settings.rebuild_above ~ ': rebuilding is cheaper') }}
@@ -251,12 +251,12 @@
   {%- if nv.rows == 0 and not state.repair -%}
     {%- call statement('main') -%}select 'no changes' as dbt_ivm_refresh{%- endcall -%}
     {%- set reason = 'no upstream changes' if not changed else 'upstream changes cancel out' -%}
-    {%- do dbt_ivm.ivm_drop_temp_views(temp_views) -%}
-    {%- do dbt_ivm.ivm_lap(phases, 'bookkeeping', clock) -%}
+    {%- do dbt_ivm._ivm_drop_temp_views(temp_views) -%}
+    {%- do dbt_ivm._ivm_lap(phases, 'bookkeeping', clock) -%}
     {%- do entry.update({'table_version': (state.last_success or {}).get('table_version'), 'changes_logged': true}) -%}
     {%- do entry.columns.update({'.': (state.last_success.get('columns') or {}).get('.')}) -%}
     {%- do entry.update({'status': 'success', 'path': 'no-op', 'reason': reason, 'rows_inserted': 0, 'rows_deleted': 0,
-        'phase_s': phases, 'duration_s': dbt_ivm.ivm_seconds_since(entry.started_at)}) -%}
+        'phase_s': phases, 'duration_s': dbt_ivm._ivm_seconds_since(entry.started_at)}) -%}
     {%- do dbt_ivm.ivm_log_refresh(model, target, entry) -%}
     {{ log('dbt_ivm: ' ~ model.name ~ ': no-op (' ~ reason ~ ')', info=true) }}
     {{ return(none) }}
@@ -264,17 +264,17 @@
 
   {%- set target_columns = adapter.get_columns_in_relation(target) -%}
   {%- set columns = target_columns | map(attribute='name') | list -%}
-  {%- set table_columns = dbt_ivm.ivm_columns_signature(target_columns) -%}
+  {%- set table_columns = dbt_ivm._ivm_columns_signature(target_columns) -%}
   {%- set stored = (state.last_success.get('columns') or {}).get('.') -%}
   {%- if stored is not none and stored != table_columns -%}
-    {%- do dbt_ivm.ivm_drop_temp_views(temp_views) -%}
+    {%- do dbt_ivm._ivm_drop_temp_views(temp_views) -%}
     {{ return('the columns of the table changed outside dbt_ivm since the last refresh (' ~ stored ~ ' -> ' ~ table_columns ~ ')') }}
   {%- endif -%}
   {%- do entry.columns.update({'.': table_columns}) -%}
   {%- if spec is none -%}
-    {%- set stage = dbt_ivm.ivm_stage_join_changes(target, template, plan, state, prefix, temp_views, nv.old > 0 or state.repair) -%}
+    {%- set stage = dbt_ivm._ivm_stage_join_changes(target, template, plan, state, prefix, temp_views, nv.old > 0 or state.repair) -%}
   {%- else -%}
-    {%- set stage = dbt_ivm.ivm_stage_aggregate_changes(spec, target, target_columns, plan, prefix, temp_views, nv.old > 0,
+    {%- set stage = dbt_ivm._ivm_stage_aggregate_changes(spec, target, target_columns, plan, prefix, temp_views, nv.old > 0,
         settings.partition_by | length > 0) -%}
   {%- endif -%}
   {%- set steps = [] -%}
@@ -284,18 +284,18 @@
   {%- endfor -%}
   {%- do entry.update({'message': steps | sort | join('; ')}) -%}
   {%- set reason = ((state.repair ~ ', re-applying by key; ') if state.repair else '') ~ stage.reason -%}
-  {%- do dbt_ivm.ivm_lap(phases, 'delta', clock) -%}
+  {%- do dbt_ivm._ivm_lap(phases, 'delta', clock) -%}
   {%- do entry.update({'status': 'started', 'path': 'incremental', 'reason': reason, 'changes_logged': settings.get('change_log') is not none}) -%}
   {%- if settings.get('file_format') == 'delta' -%}
     {#- an incremental refresh of a delta model: its table is Delta (the definition hash
         covers the format, so a former parquet table was rebuilt) -#}
-    {%- do entry.update({'table_version': dbt_ivm.ivm_delta_table_version(target)}) -%}
+    {%- do entry.update({'table_version': dbt_ivm._ivm_delta_table_version(target)}) -%}
   {%- endif -%}
   {%- do dbt_ivm.ivm_log_refresh(model, target, entry) -%}
   {%- if settings.get('change_log') -%}
     {%- do dbt_ivm.ivm_append_change_log(target, settings.change_log, columns, stage, entry.table_version) -%}
   {%- endif -%}
-  {%- do dbt_ivm.ivm_lap(phases, 'bookkeeping', clock) -%}
+  {%- do dbt_ivm._ivm_lap(phases, 'bookkeeping', clock) -%}
 
   {%- if settings.get('file_format') == 'delta' -%}
     {%- set rows_deleted = dbt_ivm.ivm_apply_delta(target, target_columns, stage, plan, state.repair is not none) -%}
@@ -303,7 +303,7 @@
     {%- do dbt_ivm.ivm_apply_append(target, columns, stage.insert_view) -%}
     {%- set rows_deleted = 0 -%}
   {%- elif settings.partition_by -%}
-    {%- set rows_deleted = dbt_ivm.ivm_rewrite_partitions(target, target_columns, stage.insert_view, stage.predicates, settings.partition_by) -%}
+    {%- set rows_deleted = dbt_ivm._ivm_rewrite_partitions(target, target_columns, stage.insert_view, stage.predicates, settings.partition_by) -%}
   {%- else -%}
     {%- set rows_deleted = stage.get('rows_deleted') -%}
     {%- if rows_deleted is none -%}
@@ -312,13 +312,13 @@
     {%- endif -%}
     {%- do dbt_ivm.ivm_apply_rewrite(target, columns, stage.insert_view, stage.predicates) -%}
   {%- endif -%}
-  {%- do dbt_ivm.ivm_drop_temp_views(temp_views) -%}
-  {%- do dbt_ivm.ivm_lap(phases, 'apply', clock) -%}
-  {%- set advanced = dbt_ivm.ivm_logs_advanced(plan | map(attribute='up') | list, entry.versions_to) if stage.reads_upstreams else false -%}
-  {%- do dbt_ivm.ivm_lap(phases, 'bookkeeping', clock) -%}
+  {%- do dbt_ivm._ivm_drop_temp_views(temp_views) -%}
+  {%- do dbt_ivm._ivm_lap(phases, 'apply', clock) -%}
+  {%- set advanced = dbt_ivm._ivm_logs_advanced(plan | map(attribute='up') | list, entry.versions_to) if stage.reads_upstreams else false -%}
+  {%- do dbt_ivm._ivm_lap(phases, 'bookkeeping', clock) -%}
   {%- do entry.update({'status': 'success', 'rows_inserted': stage.rows_inserted, 'rows_deleted': rows_deleted,
                        'logs_advanced': advanced, 'phase_s': phases,
-                       'duration_s': dbt_ivm.ivm_seconds_since(entry.started_at)}) -%}
+                       'duration_s': dbt_ivm._ivm_seconds_since(entry.started_at)}) -%}
   {%- do dbt_ivm.ivm_log_refresh(model, target, entry) -%}
   {{ log('dbt_ivm: ' ~ model.name ~ ': incremental (' ~ reason ~ '), -' ~ rows_deleted ~ ' +' ~ stage.rows_inserted ~
       ' rows in ' ~ entry.duration_s ~ ' s', info=true) }}
@@ -326,7 +326,7 @@
 {% endmacro %}
 
 {#- Add the seconds since clock.t to phases[name] and restart the clock. -#}
-{% macro ivm_lap(phases, name, clock) %}
+{% macro _ivm_lap(phases, name, clock) %}
   {%- set now = modules.datetime.datetime.utcnow() -%}
   {%- do phases.update({name: ((phases.get(name, 0) + (now - clock.t).total_seconds()) * 1000) | round / 1000}) -%}
   {%- set clock.t = now -%}
@@ -334,42 +334,42 @@
 
 {#- Join-only view: DEL the changed slices by key, INS the query on the new slices.
     Returns {insert_view, rows_inserted, predicates, rewrite, reason, reads_upstreams}. -#}
-{% macro ivm_stage_join_changes(target, template, plan, state, prefix, temp_views, rewrite) %}
+{% macro _ivm_stage_join_changes(target, template, plan, state, prefix, temp_views, rewrite) %}
   {%- set insert_view = prefix ~ '_ins' -%}
   {%- set insert_sql = dbt_ivm.ivm_join_insert_sql(template, plan) -%}
   {%- if insert_sql -%}
     {%- do temp_views.append(insert_view) -%}
-    {%- do dbt_ivm.ivm_cache_view(insert_view, insert_sql) -%}
+    {%- do dbt_ivm._ivm_cache_view(insert_view, insert_sql) -%}
     {%- set rows_inserted = run_query('select count(*) from ' ~ insert_view).rows[0][0] -%}
   {%- else -%}
     {%- set insert_view = '(select * from ' ~ target ~ ' where false)' -%}
     {%- set rows_inserted = 0 -%}
   {%- endif -%}
   {{ return({'insert_view': insert_view, 'rows_inserted': rows_inserted, 'rewrite': rewrite,
-             'predicates': dbt_ivm.ivm_join_delete_predicates(plan, '__ivm_v', state.repair is not none) if rewrite else none,
+             'predicates': dbt_ivm._ivm_join_delete_predicates(plan, '__ivm_v', state.repair is not none) if rewrite else none,
              'reason': 'deletes or updates: rewrite' if rewrite else 'insert-only: append', 'reads_upstreams': true}) }}
 {% endmacro %}
 
 {#- Aggregate or DISTINCT view: merge signed per-group deltas into the stored states, or
     recompute the affected groups from the definition where a state cannot absorb the
     change (min/max after deletes or updates, HAVING, other aggregates). -#}
-{% macro ivm_stage_aggregate_changes(spec, target, target_columns, plan, prefix, temp_views, has_deletes, partitioned) %}
+{% macro _ivm_stage_aggregate_changes(spec, target, target_columns, plan, prefix, temp_views, has_deletes, partitioned) %}
   {#- the select list's output names in query order: a partitioned table keeps its
       partition columns last, its definition view keeps the query's order -#}
-  {%- set named = adapter.get_columns_in_relation(dbt_ivm.ivm_definition_view(target)) if partitioned else target_columns -%}
+  {%- set named = adapter.get_columns_in_relation(dbt_ivm._ivm_definition_view(target)) if partitioned else target_columns -%}
   {%- set visible = [] -%}
   {%- for c in named if not c.name.startswith('__ivm_') -%}{%- do visible.append(c.name) -%}{%- endfor -%}
-  {%- set keys = dbt_ivm.ivm_aggregate_keys(spec, visible) -%}
-  {%- set names = dbt_ivm.ivm_aggregate_delta_names(spec, visible) -%}
-  {%- set terms = dbt_ivm.ivm_signed_delta_terms(spec.delta, plan) -%}
+  {%- set keys = dbt_ivm._ivm_aggregate_keys(spec, visible) -%}
+  {%- set names = dbt_ivm._ivm_aggregate_change_names(spec, visible) -%}
+  {%- set terms = dbt_ivm._ivm_signed_change_terms(spec.delta, plan) -%}
   {%- set refresh = spec.refresh['any' if has_deletes else 'inserts'] -%}
   {%- set insert_view = prefix ~ '_ins' -%}
   {%- set multi = plan | length > 1 -%}
   {%- if refresh == 'merge' -%}
     {%- set merged_view = prefix ~ '_merged' -%}
     {%- do temp_views.append(merged_view) -%}
-    {%- set delta_sql = dbt_ivm.ivm_aggregate_delta_sql(spec, names, keys, terms) -%}
-    {%- do dbt_ivm.ivm_cache_view(merged_view, dbt_ivm.ivm_aggregate_merge_sql(spec, target, target_columns, delta_sql, keys, visible)) -%}
+    {%- set change_sql = dbt_ivm.ivm_aggregate_change_sql(spec, names, keys, terms) -%}
+    {%- do dbt_ivm._ivm_cache_view(merged_view, dbt_ivm.ivm_aggregate_merge_sql(spec, target, target_columns, change_sql, keys, visible)) -%}
     {%- set kept = '__ivm_count > 0' if keys else 'true' -%}
     {%- set counts = run_query('select count(*), count_if(' ~ kept ~ '), count_if(__ivm_existed) from ' ~ merged_view).rows[0] -%}
     {%- set insert_view = '(select * from ' ~ merged_view ~ ' where ' ~ kept ~ ')' -%}
@@ -380,18 +380,18 @@
           'least/greatest' if spec.states | selectattr('merge', 'ne', 'add') | list else 'counts/sums') -%}
     {%- endif -%}
     {%- set reason = ('deletes or updates' if has_deletes else 'insert-only') ~ ': merged ' ~ what ~ ' into ' ~ counts[0] ~ ' group(s)' -%}
-    {%- set predicates = dbt_ivm.ivm_group_delete_predicates(merged_view, keys, '__ivm_v') -%}
+    {%- set predicates = dbt_ivm._ivm_group_delete_predicates(merged_view, keys, '__ivm_v') -%}
     {%- set delta_apply = {'kind': 'merge', 'merged_view': merged_view, 'keys': keys} -%}
   {%- else -%}
     {%- set affected_view = prefix ~ '_groups' -%}
     {%- do temp_views.append(affected_view) -%}
-    {%- do dbt_ivm.ivm_cache_view(affected_view, dbt_ivm.ivm_affected_groups_sql(spec, names, keys, terms)) -%}
+    {%- do dbt_ivm._ivm_cache_view(affected_view, dbt_ivm._ivm_affected_groups_sql(spec, names, keys, terms)) -%}
     {%- set relations = {} -%}
     {%- for p in plan -%}{%- do relations.update({p.index: dbt_ivm.ivm_snapshot_sql(p.up, p.columns, p.to)}) -%}{%- endfor -%}
     {%- do temp_views.append(insert_view) -%}
-    {%- do dbt_ivm.ivm_cache_view(insert_view, dbt_ivm.ivm_aggregate_recompute_sql(dbt_ivm.ivm_fill_relations(spec.full,
+    {%- do dbt_ivm._ivm_cache_view(insert_view, dbt_ivm._ivm_aggregate_recompute_sql(dbt_ivm._ivm_fill_relations(spec.full,
         relations), affected_view, keys)) -%}
-    {%- set predicates = dbt_ivm.ivm_group_delete_predicates(affected_view, keys, '__ivm_v') -%}
+    {%- set predicates = dbt_ivm._ivm_group_delete_predicates(affected_view, keys, '__ivm_v') -%}
     {%- set counts = run_query('select (select count(*) from ' ~ affected_view ~ '), (select count(*) from ' ~ insert_view ~
         '), (select count(*) from ' ~ target ~ ' __ivm_v ' ~ predicates.joins | join(' ') ~ ' where ' ~ predicates.flag ~ ')').rows[0] -%}
     {%- set why = 'min/max after deletes or updates' if spec.refresh.inserts == 'merge' else 'HAVING or an aggregate without a mergeable state' -%}
@@ -407,15 +407,15 @@
     failed earlier in this Spark session is dropped first. Lazy: the first query that
     reads the view (each refresh counts its rows next) computes and caches it in the same
     Spark job, instead of one job to cache and another to count. -#}
-{% macro ivm_cache_view(name, sql) %}
+{% macro _ivm_cache_view(name, sql) %}
   {%- do run_query('drop view if exists ' ~ name) -%}
   {%- do run_query('cache lazy table ' ~ name ~ ' as ' ~ sql) -%}
 {% endmacro %}
 
 {#- Partitioned table: overwrite only the partitions that lose or gain rows, then drop the
     ones left empty (dynamic overwrite never empties a partition). Returns rows deleted. -#}
-{% macro ivm_rewrite_partitions(target, target_columns, insert_view, predicates, partition_by) %}
-  {%- set pcols = dbt_ivm.ivm_quote_all(partition_by) -%}
+{% macro _ivm_rewrite_partitions(target, target_columns, insert_view, predicates, partition_by) %}
+  {%- set pcols = dbt_ivm._ivm_quote_all(partition_by) -%}
   {%- set columns = target_columns | map(attribute='name') | list -%}
   {%- set types = {} -%}
   {%- for c in target_columns -%}{%- do types.update({c.name | lower: c.data_type}) -%}{%- endfor -%}
@@ -439,7 +439,7 @@
     {%- if r[n] == r[n + 1] and tojson(r[:n] | list) not in gained -%}
       {%- set spec = [] -%}
       {%- for c in pcols -%}{%- do spec.append(c ~ ' = ' ~
-          (dbt_ivm.ivm_string_literal(r[loop.index0]) if r[loop.index0] is not none else 'null')) -%}{%- endfor -%}
+          (dbt_ivm._ivm_string_literal(r[loop.index0]) if r[loop.index0] is not none else 'null')) -%}{%- endfor -%}
       {%- do emptied.append(spec | join(', ')) -%}
     {%- endif -%}
   {%- endfor -%}
@@ -453,7 +453,7 @@
     {%- set match = [] -%}
     {%- for c in partition_by -%}
       {%- set v = values[loop.index0] -%}
-      {%- do match.append('__ivm_v.' ~ dbt_ivm.ivm_quote(c) ~ ' <=> ' ~ ('cast(' ~ dbt_ivm.ivm_string_literal(v) ~ ' as ' ~
+      {%- do match.append('__ivm_v.' ~ dbt_ivm._ivm_quote(c) ~ ' <=> ' ~ ('cast(' ~ dbt_ivm._ivm_string_literal(v) ~ ' as ' ~
           types[c] ~ ')' if v is not none else 'null')) -%}
     {%- endfor -%}
     {%- do in_affected.append('(' ~ match | join(' and ') ~ ')') -%}
@@ -464,7 +464,7 @@
 
 {#- Dropping a cached temporary view also uncaches it. Newest first: uncaching resolves
     the view, so the views it reads must still exist. -#}
-{% macro ivm_drop_temp_views(names) %}
+{% macro _ivm_drop_temp_views(names) %}
   {%- for name in names | reverse -%}
     {%- do run_query('drop view if exists ' ~ name) -%}
   {%- endfor -%}

@@ -11,7 +11,7 @@
     and a generation is dropped only when four newer ones exist, so no reader sees a table
     vanish under it. -#}
 
-{% macro ivm_lease_prefix(schema, identifier) %}
+{% macro _ivm_lease_prefix(schema, identifier) %}
   {%- set key = (schema ~ '__' ~ identifier) | lower -%}
   {{ return('__ivm_lease__' ~ modules.re.sub('[^a-z0-9_]', '_', key) ~ '__g') }}
 {% endmacro %}
@@ -35,7 +35,7 @@
 {% endmacro %}
 
 {#- The newest lease generation of a table (0: none yet, free). -#}
-{% macro ivm_lease_top(prefix) %}
+{% macro _ivm_lease_top(prefix) %}
   {{ return(dbt_ivm.ivm_lease_generations(prefix ~ '*').get(prefix, [0]) | max) }}
 {% endmacro %}
 
@@ -56,13 +56,13 @@
 {#- Create lease generation n (no-op when it exists); properties name the creator. -#}
 {% macro _ivm_create_lease(prefix, generation, holder) %}
   {%- do run_query('create table if not exists ' ~ dbt_ivm.ivm_refresh_log_relation().schema ~ '.' ~ prefix ~ generation
-      ~ ' (holder string) stored as textfile tblproperties (' ~ "'dbt_ivm.holder' = " ~ dbt_ivm.ivm_string_literal(holder)
+      ~ ' (holder string) stored as textfile tblproperties (' ~ "'dbt_ivm.holder' = " ~ dbt_ivm._ivm_string_literal(holder)
       ~ ", 'dbt_ivm.since' = '" ~ modules.datetime.datetime.utcnow().strftime('%Y-%m-%dT%H:%M:%S') ~ "')") -%}
 {% endmacro %}
 
 {#- Take the lease of a model's table for refresh_id, waiting up to settings.lease_wait
     seconds for a running refresh; fails naming the holder when it stays busy. seen_top:
-    the newest generation read (ivm_lease_top) before the refresh read its state, or none.
+    the newest generation read (_ivm_lease_top) before the refresh read its state, or none.
     Returns {'prefix', 'generation', 'fresh'}: fresh when the lease was taken at the first
     try from seen_top, so no refresh can have logged anything since that state was read
     (another one would have had to take the generation this one took). -#}
@@ -71,7 +71,7 @@
 {% endmacro %}
 
 {% macro default__ivm_acquire_lease(model, target_relation, refresh_id, settings, seen_top=none) %}
-  {%- set prefix = dbt_ivm.ivm_lease_prefix(target_relation.schema, target_relation.identifier) -%}
+  {%- set prefix = dbt_ivm._ivm_lease_prefix(target_relation.schema, target_relation.identifier) -%}
   {%- set deadline = modules.datetime.datetime.utcnow() + modules.datetime.timedelta(seconds=settings.lease_wait) -%}
   {%- set state = {'lease': none, 'holder': none, 'done': false} -%}
   {#- each attempt reads the newest generation and takes the lease when it is free or dead;
@@ -80,7 +80,7 @@
     {%- if attempt > 0 -%}
       {%- do run_query("select reflect('java.lang.Thread', 'sleep', 5000L)") -%}
     {%- endif -%}
-    {%- set top = seen_top if attempt == 0 and seen_top is not none else dbt_ivm.ivm_lease_top(prefix) -%}
+    {%- set top = seen_top if attempt == 0 and seen_top is not none else dbt_ivm._ivm_lease_top(prefix) -%}
     {%- set current = dbt_ivm.ivm_lease_holder(prefix ~ top) if top is odd else none -%}
     {%- set dead = current is not none
         and (modules.datetime.datetime.utcnow() - current.since).total_seconds() > settings.lease_timeout -%}
@@ -119,7 +119,7 @@
 
 {#- Free lease generation n (held by `by`) by creating the even generation after it; when a
     newer holder took it over, its generation is higher and this changes nothing. -#}
-{% macro ivm_free_lease(prefix, generation, by) %}
+{% macro _ivm_free_lease(prefix, generation, by) %}
   {%- do dbt_ivm._ivm_create_lease(prefix, generation + 1, 'released:' ~ by) -%}
 {% endmacro %}
 
@@ -129,7 +129,7 @@
   {%- set ivm = results | selectattr('node.config.materialized', 'equalto', 'ivm') | list -%}
   {%- set failed = [] -%}
   {%- for r in ivm if r.status in ('error', 'fail') -%}
-    {%- do failed.append(dbt_ivm.ivm_lease_prefix(r.node.schema, r.node.alias)) -%}
+    {%- do failed.append(dbt_ivm._ivm_lease_prefix(r.node.schema, r.node.alias)) -%}
   {%- endfor -%}
   {#- ivm models ran, so on-run-start created the state schema -#}
   {%- if execute and ivm -%}
@@ -137,7 +137,7 @@
     {%- for prefix, generations in dbt_ivm.ivm_lease_generations('__ivm_lease__*').items() -%}
       {%- set top = generations | max -%}
       {%- if prefix in failed and top is odd and dbt_ivm.ivm_lease_holder(prefix ~ top).holder.startswith(invocation_id ~ ':') -%}
-        {%- do dbt_ivm.ivm_free_lease(prefix, top, invocation_id) -%}
+        {%- do dbt_ivm._ivm_free_lease(prefix, top, invocation_id) -%}
       {%- endif -%}
       {%- for g in generations if g <= top - 4 -%}
         {%- do run_query('drop table if exists ' ~ schema ~ '.' ~ prefix ~ g) -%}
@@ -153,11 +153,11 @@
   {%- if not node -%}
     {{ exceptions.raise_compiler_error("ivm_release_lease: no model named '" ~ model ~ "' in this project.") }}
   {%- endif -%}
-  {%- set prefix = dbt_ivm.ivm_lease_prefix(node.schema, node.alias) -%}
-  {%- set top = dbt_ivm.ivm_lease_top(prefix) -%}
+  {%- set prefix = dbt_ivm._ivm_lease_prefix(node.schema, node.alias) -%}
+  {%- set top = dbt_ivm._ivm_lease_top(prefix) -%}
   {%- if top is odd -%}
     {%- set lease = dbt_ivm.ivm_lease_holder(prefix ~ top) -%}
-    {%- do dbt_ivm.ivm_free_lease(prefix, top, invocation_id) -%}
+    {%- do dbt_ivm._ivm_free_lease(prefix, top, invocation_id) -%}
     {{ log('dbt_ivm: released the refresh lease of ' ~ model ~ ' held by ' ~ lease.holder ~ ' since ' ~ lease.since ~ ' UTC', info=true) }}
   {%- else -%}
     {{ log('dbt_ivm: ' ~ model ~ ' has no refresh lease held', info=true) }}

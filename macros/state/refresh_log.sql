@@ -29,7 +29,7 @@
     {%- do run_query('alter table ' ~ log ~ ' rename to ' ~ old) -%}
     {%- do dbt_ivm._ivm_create_refresh_log(log) -%}
     {%- set columns = [] -%}
-    {%- for c in dbt_ivm.ivm_refresh_log_columns() -%}
+    {%- for c in dbt_ivm._ivm_refresh_log_columns() -%}
       {%- do columns.append(c.split(' ')[0] if c.split(' ')[0] in have else 'cast(null as ' ~ c.split(' ', 1)[1] ~ ')') -%}
     {%- endfor -%}
     {%- do run_query('insert overwrite table ' ~ log ~ ' select ' ~ columns | join(', ') ~ ", model, concat(status, ':', refresh_id) from " ~ old) -%}
@@ -39,7 +39,7 @@
   {%- else -%}
     {#- a log created by an older version of the package gains the columns added since -#}
     {%- set missing = [] -%}
-    {%- for c in dbt_ivm.ivm_refresh_log_columns() if c.split(' ')[0] not in have -%}{%- do missing.append(c) -%}{%- endfor -%}
+    {%- for c in dbt_ivm._ivm_refresh_log_columns() if c.split(' ')[0] not in have -%}{%- do missing.append(c) -%}{%- endfor -%}
     {%- if missing -%}
       {%- do run_query('alter table ' ~ log ~ ' add columns (' ~ missing | join(', ') ~ ')') -%}
     {%- endif -%}
@@ -48,12 +48,12 @@
 {% endmacro %}
 
 {% macro _ivm_create_refresh_log(log) %}
-  {%- do run_query('create table if not exists ' ~ log ~ ' (' ~ dbt_ivm.ivm_refresh_log_columns() | join(', ') ~ ', model string, event string)
+  {%- do run_query('create table if not exists ' ~ log ~ ' (' ~ dbt_ivm._ivm_refresh_log_columns() | join(', ') ~ ', model string, event string)
       using parquet partitioned by (model, event) options (partitionOverwriteMode \'dynamic\')') -%}
 {% endmacro %}
 
 {#- Columns of the refresh log before its partition columns `model` and `event`. -#}
-{% macro ivm_refresh_log_columns() %}
+{% macro _ivm_refresh_log_columns() %}
   {{ return(['refresh_id string', 'relation string', 'status string', 'path string', 'reason string',
              'started_at timestamp', 'logged_at timestamp', 'duration_s double',
              'versions_from map<string, string>', 'versions_to map<string, string>', 'change_rows map<string, bigint>',
@@ -76,7 +76,7 @@
     re-apply), 'interrupted_all': every refresh interrupted since the last
     success, oldest first; last_success: versions, definition_hash, logs_advanced, table_version,
     logged_at (Spark's time of the log row) and columns (see ivm_log_refresh)}. table_version is, for a parquet table, the
-    stamp of the refresh's change-log rows (ivm_table_stamp); for a Delta table, in 'started'
+    stamp of the refresh's change-log rows (_ivm_table_stamp); for a Delta table, in 'started'
     rows, the table's Delta version before the refresh's write. -#}
 {% macro ivm_read_state(model_id) %}
   {{ return(adapter.dispatch('ivm_read_state', 'dbt_ivm')(model_id)) }}
@@ -84,7 +84,7 @@
 
 {% macro default__ivm_read_state(model_id) %}
   {%- set log = dbt_ivm.ivm_refresh_log_relation() -%}
-  {%- set m = dbt_ivm.ivm_string_literal(model_id) -%}
+  {%- set m = dbt_ivm._ivm_string_literal(model_id) -%}
   {%- set rows = run_query('select status, to_json(versions_to), definition_hash, logs_advanced, refresh_id, table_version, logged_at, path,
       to_json(columns) from ' ~ log ~ ' where model = ' ~ m ~ " and event not like 'noop:%'
       and logged_at >= coalesce((select max(logged_at) from " ~ log ~ ' where model = ' ~ m ~ " and status = 'success'
@@ -114,28 +114,28 @@
 {#- Append one row (as dbt's 'main' statement when main). entry: refresh_id, status, event
     (the event's kind, default the status; 'noop' rows are not state, see ivm_read_state), path, reason, started_at, duration_s,
     versions_from, versions_to, change_rows, rows_deleted, rows_inserted, logs_advanced, definition_hash, message,
-    table_version (the refresh's stamp, see ivm_table_stamp), changes_logged (it wrote its own change log),
-    columns (ivm_columns_signature of every upstream by name and of the table as '.'). -#}
+    table_version (the refresh's stamp, see _ivm_table_stamp), changes_logged (it wrote its own change log),
+    columns (_ivm_columns_signature of every upstream by name and of the table as '.'). -#}
 {% macro ivm_log_refresh(model, relation, entry, main=false) %}
   {{ return(adapter.dispatch('ivm_log_refresh', 'dbt_ivm')(model, relation, entry, main)) }}
 {% endmacro %}
 
 {% macro default__ivm_log_refresh(model, relation, entry, main=false) %}
   {%- set log = dbt_ivm.ivm_refresh_log_relation() -%}
-  {%- set model_id = dbt_ivm.ivm_string_literal(model.unique_id) -%}
+  {%- set model_id = dbt_ivm._ivm_string_literal(model.unique_id) -%}
   {%- set values = [
-      dbt_ivm.ivm_string_literal(entry.refresh_id), dbt_ivm.ivm_string_literal(relation | string),
-      dbt_ivm.ivm_string_literal(entry.status), dbt_ivm.ivm_string_literal(entry.path), dbt_ivm.ivm_string_literal(entry.get('reason')),
+      dbt_ivm._ivm_string_literal(entry.refresh_id), dbt_ivm._ivm_string_literal(relation | string),
+      dbt_ivm._ivm_string_literal(entry.status), dbt_ivm._ivm_string_literal(entry.path), dbt_ivm._ivm_string_literal(entry.get('reason')),
       "timestamp'" ~ entry.started_at ~ "'", 'current_timestamp()', entry.get('duration_s', 'null') | string,
-      dbt_ivm.ivm_map_literal(entry.get('versions_from', {}), 'string'), dbt_ivm.ivm_map_literal(entry.get('versions_to', {}), 'string'),
-      dbt_ivm.ivm_map_literal(entry.get('change_rows', {}), 'bigint'),
+      dbt_ivm._ivm_map_literal(entry.get('versions_from', {}), 'string'), dbt_ivm._ivm_map_literal(entry.get('versions_to', {}), 'string'),
+      dbt_ivm._ivm_map_literal(entry.get('change_rows', {}), 'bigint'),
       entry.get('rows_deleted', 'null') | string, entry.get('rows_inserted', 'null') | string,
       'true' if entry.get('logs_advanced') else 'false',
-      dbt_ivm.ivm_string_literal(entry.get('definition_hash')), dbt_ivm.ivm_string_literal(entry.get('message')),
-      dbt_ivm.ivm_map_literal(entry.get('phase_s', {}), 'double'),
+      dbt_ivm._ivm_string_literal(entry.get('definition_hash')), dbt_ivm._ivm_string_literal(entry.get('message')),
+      dbt_ivm._ivm_map_literal(entry.get('phase_s', {}), 'double'),
       'cast(' ~ (entry.get('table_version') if entry.get('table_version') is not none else 'null') ~ ' as bigint)',
-      'true' if entry.get('changes_logged') else 'false', dbt_ivm.ivm_map_literal(entry.get('columns', {}), 'string'), model_id,
-      dbt_ivm.ivm_string_literal(entry.get('event', entry.status) ~ ':' ~ entry.refresh_id)] -%}
+      'true' if entry.get('changes_logged') else 'false', dbt_ivm._ivm_map_literal(entry.get('columns', {}), 'string'), model_id,
+      dbt_ivm._ivm_string_literal(entry.get('event', entry.status) ~ ':' ~ entry.refresh_id)] -%}
   {#- a dynamic partition overwrite that adds this row's own partition: an append, staged
       in a directory of its own (a plain INSERT INTO stages in the table's shared
       _temporary directory, which concurrent appends delete under each other) -#}
@@ -157,10 +157,10 @@
   {%- set log_table = dbt_ivm.ivm_ensure_refresh_log() -%}
   {%- set old = run_query('select l.model, l.event, count(*) from ' ~ log_table ~
       ' l join (select model, max(logged_at) as last_success from ' ~ log_table ~ "
-      where status = 'success' and event not like 'noop:%' group by model) s on l.model = s.model group by l.model, l.event having max(l.logged_at) < max(s.last_success)
-      order by l.model, l.event").rows -%}
+      where status = 'success' and event not like 'noop:%' group by model) s on l.model = s.model
+      group by l.model, l.event having max(l.logged_at) < max(s.last_success) order by l.model, l.event").rows -%}
   {%- set columns = [] -%}
-  {%- for c in dbt_ivm.ivm_refresh_log_columns() -%}{%- do columns.append(c.split(' ')[0]) -%}{%- endfor -%}
+  {%- for c in dbt_ivm._ivm_refresh_log_columns() -%}{%- do columns.append(c.split(' ')[0]) -%}{%- endfor -%}
   {#- no-op rows logged without the lease are not state (see ivm_read_state): compacted apart, still marked 'noop:' -#}
   {%- for model, events in old | groupby(0) -%}
     {%- for noop in (true, false) -%}
@@ -176,26 +176,26 @@
 {#- Rewrite the log partitions (model, event) of `events` ([model, event, rows]) as one partition (model, into). -#}
 {% macro _ivm_compact_partitions(log_table, columns, model, events, into) %}
   {%- set names = [] -%}
-  {%- for e in events -%}{%- do names.append(dbt_ivm.ivm_string_literal(e[1])) -%}{%- endfor -%}
-  {%- do run_query('insert overwrite table ' ~ log_table ~ ' select ' ~ columns | join(', ') ~ ', model, ' ~ dbt_ivm.ivm_string_literal(into)
-      ~ ' from ' ~ log_table ~ ' where model = ' ~ dbt_ivm.ivm_string_literal(model) ~ ' and event in (' ~ names | join(', ') ~ ')') -%}
+  {%- for e in events -%}{%- do names.append(dbt_ivm._ivm_string_literal(e[1])) -%}{%- endfor -%}
+  {%- do run_query('insert overwrite table ' ~ log_table ~ ' select ' ~ columns | join(', ') ~ ', model, ' ~ dbt_ivm._ivm_string_literal(into)
+      ~ ' from ' ~ log_table ~ ' where model = ' ~ dbt_ivm._ivm_string_literal(model) ~ ' and event in (' ~ names | join(', ') ~ ')') -%}
   {%- set specs = [] -%}
-  {%- for n in names -%}{%- do specs.append('partition (model = ' ~ dbt_ivm.ivm_string_literal(model) ~ ', event = ' ~ n ~ ')') -%}{%- endfor -%}
+  {%- for n in names -%}{%- do specs.append('partition (model = ' ~ dbt_ivm._ivm_string_literal(model) ~ ', event = ' ~ n ~ ')') -%}{%- endfor -%}
   {%- do run_query('alter table ' ~ log_table ~ ' drop if exists ' ~ specs | join(', ')) -%}
   {{ log('dbt_ivm: compacted ' ~ events | map(attribute=2) | sum ~ ' refresh log rows of ' ~ model ~ ' (' ~ events | length ~
       ' partitions) into one', info=true) }}
 {% endmacro %}
 
-{% macro ivm_string_literal(value) %}
+{% macro _ivm_string_literal(value) %}
   {%- if value is none -%}{{ return('cast(null as string)') }}{%- endif -%}
   {{ return("'" ~ (value | string).replace('\\', '\\\\').replace("'", "\\'") ~ "'") }}
 {% endmacro %}
 
-{% macro ivm_map_literal(values, value_type) %}
+{% macro _ivm_map_literal(values, value_type) %}
   {%- set args = [] -%}
   {%- for k, v in values.items() -%}
-    {%- do args.append(dbt_ivm.ivm_string_literal(k)) -%}
-    {%- do args.append('cast(' ~ (dbt_ivm.ivm_string_literal(v) if value_type == 'string' or v is none else v) ~ ' as ' ~ value_type ~ ')') -%}
+    {%- do args.append(dbt_ivm._ivm_string_literal(k)) -%}
+    {%- do args.append('cast(' ~ (dbt_ivm._ivm_string_literal(v) if value_type == 'string' or v is none else v) ~ ' as ' ~ value_type ~ ')') -%}
   {%- endfor -%}
   {{ return('cast(map(' ~ args | join(', ') ~ ') as map<string, ' ~ value_type ~ '>)') }}
 {% endmacro %}

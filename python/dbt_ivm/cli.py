@@ -1,6 +1,6 @@
 """The `dbt-ivm` command: `explain` the ivm models of a compiled dbt project, or `check`
-changed model files (the pre-commit hook). Reads target/manifest.json only: it needs
-neither dbt nor Spark.
+changed model files (the pre-commit hook). Reads target/manifest.json only: it runs the package's
+own macros from it (dbt_ivm.macro_runtime) and needs neither dbt nor Spark.
 
 Exit codes: 0 every model checked builds and refreshes (or is rebuilt in full because it
 asks for it), 1 some model would fail at `dbt run`, 2 the command could not run.
@@ -79,7 +79,7 @@ def _explain(args: argparse.Namespace) -> int:
                 f"(ivm models: {', '.join(sorted(known)) or 'none'}); run dbt compile if it is new"
             )
         models = tuple(m for m in models if m.name in args.models)
-    reports = [explain_model(model) for model in models]
+    reports = [explain_model(model, manifest.runtime) for model in models]
     if args.format == "json":
         sys.stdout.write(render_json(reports, str(path)))
     else:

@@ -17,6 +17,7 @@ import yaml
 
 from dbt_ivm.explain.manifest import IvmModel, ManifestError, load_manifest
 from dbt_ivm.explain.report import explain_model
+from dbt_ivm.macro_runtime import Runtime
 
 
 @dataclass(frozen=True)
@@ -61,16 +62,16 @@ def check_files(
         if model is None:
             continue
         checked += 1
-        lines += _problems(file, model, manifest_path)
+        lines += _problems(file, model, manifest_path, loaded.runtime)
     return CheckResult(tuple(lines), checked)
 
 
-def _problems(file: str, model: IvmModel, manifest: Path) -> list[str]:
+def _problems(file: str, model: IvmModel, manifest: Path, runtime: Runtime) -> list[str]:
     text = _read(file)
     # dbt keeps the file stripped as raw_code; a difference means the manifest's compiled SQL is stale
     if model.raw_sql is not None and text is not None and text.strip() != model.raw_sql.strip():
         return [f"{file}: changed since {manifest} was written: run dbt compile first"]
-    report = explain_model(model)
+    report = explain_model(model, runtime)
     lines = [f"{file}: {error}" for error in report.errors]
     if report.outcome == "fails":
         lines += [

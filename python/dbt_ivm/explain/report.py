@@ -7,8 +7,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from dbt_ivm.analysis import CATALOG, Analysis, Issue, Refresh, analyze
-from dbt_ivm.explain.manifest import ON_CHANGE_FEED_ERROR, ON_UNSUPPORTED, IvmModel
+from dbt_ivm.explain.analysis import Analysis, CatalogEntry, Issue, Refresh, analyze, catalog
+from dbt_ivm.explain.manifest import IvmModel
+from dbt_ivm.macro_runtime import MacroError, Runtime
 
 ModelClass = Literal[
     "join-only",
@@ -95,12 +96,17 @@ class ModelReport:
         return self.outcome == "fails"
 
 
-def explain_model(model: IvmModel) -> ModelReport:
-    errors = _config_errors(model)
+def explain_model(model: IvmModel, runtime: Runtime) -> ModelReport:
+    errors = (*model.errors, *_config_errors(model, runtime))
     if model.compiled_sql is None:
         return ModelReport(model, "not compiled", None, (), (), (NOT_COMPILED, *errors))
-    analysis = analyze(model.compiled_sql, [u.for_analysis() for u in model.upstreams])
-    restrictions = tuple(_restriction(issue) for issue in analysis.issues)
+    try:
+        analysis = analyze(runtime, model.compiled_sql, [u.declared for u in model.upstreams])
+    except MacroError as error:
+        failed = f"the analysis failed: {error}"
+        return ModelReport(model, "not maintainable", None, (), (), (*errors, failed))
+    entries = catalog(runtime)
+    restrictions = tuple(_restriction(issue, entries) for issue in analysis.issues)
     if analysis.refresh is None:
         model_class: ModelClass = "not maintainable"
     elif analysis.refresh.inserts == "recompute":
@@ -111,41 +117,18 @@ def explain_model(model: IvmModel) -> ModelReport:
     return ModelReport(model, model_class, analysis, capabilities, restrictions, errors)
 
 
-def _config_errors(model: IvmModel) -> tuple[str, ...]:
-    # the same checks and words as ivm_model_settings at run time
-    errors = []
-    if model.on_unsupported not in ON_UNSUPPORTED:
-        errors.append(
-            f"Model '{model.name}': ivm_on_unsupported must be 'error' or 'full_rebuild', "
-            f"got '{model.on_unsupported}'."
-        )
-    if model.file_format not in ("parquet", "delta"):
-        errors.append(
-            f"Model '{model.name}': materialized='ivm' stores tables as parquet or delta; "
-            f"file_format='{model.file_format}' is not supported. Remove file_format or set it "
-            "to 'parquet' or 'delta'."
-        )
-    if model.on_change_feed_error not in ON_CHANGE_FEED_ERROR:
-        errors.append(
-            f"Model '{model.name}': ivm_on_change_feed_error must be 'fail' or 'rebuild', "
-            f"got '{model.on_change_feed_error}'."
-        )
-    threshold = model.rebuild_above
-    if (
-        threshold is not None
-        and threshold is not False
-        and (isinstance(threshold, bool) or not isinstance(threshold, int | float) or threshold <= 0)
-    ):
-        errors.append(
-            f"Model '{model.name}': ivm_rebuild_above must be a positive number (changed rows as a "
-            "fraction of the changed upstreams' rows, e.g. 0.05) or false to never rebuild for size, "
-            f"got '{threshold}'."
-        )
-    return tuple(errors)
+def _config_errors(model: IvmModel, runtime: Runtime) -> tuple[str, ...]:
+    # the config checks of the materialization itself (the first one that fails)
+    try:
+        with runtime.bound(model.config):
+            runtime.macro("_ivm_model_settings")(model.node)
+    except MacroError as error:
+        return (str(error),)
+    return ()
 
 
-def _restriction(issue: Issue) -> Restriction:
-    entry = CATALOG[issue.code]
+def _restriction(issue: Issue, entries: dict[str, CatalogEntry]) -> Restriction:
+    entry = entries[issue.code]
     return Restriction(
         issue.code, entry.what, issue.construct, issue.line, issue.column, entry.why, issue.fix or entry.fix
     )

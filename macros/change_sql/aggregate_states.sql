@@ -10,16 +10,16 @@
     A SELECT DISTINCT view keeps only __ivm_count (the multiplicity of each row); its
     columns are its identity.
 
-    Two templates of the query are kept (placeholders as in ivm_rewrite_template):
+    Two templates of the query are kept (placeholders as in _ivm_rewrite_template):
       full   the user's select list plus the bookkeeping columns, HAVING kept; builds the
              table and recomputes affected groups;
       delta  the select list items without aggregates plus the bookkeeping columns,
-             HAVING dropped; evaluated on a signed change term (ivm_signed_delta_terms)
+             HAVING dropped; evaluated on a signed change term (_ivm_signed_change_terms)
              it gives partial states per sign: every upstream relation of a term carries
              __ivm_sign (-1 on old images, else 1), which reaches the output as
              __ivm_sign_<i> (spec.signs) and is grouped on, so one evaluation serves the
              inserted and the deleted side of a change. -#}
-{% macro ivm_aggregate_spec(parsed, aggregation, hidden) %}
+{% macro _ivm_aggregate_spec(parsed, aggregation, hidden) %}
   {%- set main = parsed.blocks[0] -%}
   {%- set from_kw = main.clauses['from'] -%}
   {%- set signs = {} -%}
@@ -27,23 +27,23 @@
   {%- set sign_names = [] -%}
   {%- for i in signs | sort -%}{%- do sign_names.append(signs[i][0].name) -%}{%- endfor -%}
   {%- if aggregation.kind == 'distinct' -%}
-    {%- set edits = [{'s': main.distinct_pos, 'e': from_kw, 'text': ' ' ~ dbt_ivm.ivm_range_text(parsed, main.select_s, from_kw) ~
+    {%- set edits = [{'s': main.distinct_pos, 'e': from_kw, 'text': ' ' ~ dbt_ivm._ivm_range_text(parsed, main.select_s, from_kw) ~
         ', count(*) as __ivm_count '}] -%}
-    {{ return({'kind': 'distinct', 'full': dbt_ivm.ivm_rewrite_template(parsed, hidden, edits, '\ngroup by all'),
-               'delta': dbt_ivm.ivm_rewrite_template(parsed, signs, edits, '\ngroup by all'), 'signs': sign_names,
+    {{ return({'kind': 'distinct', 'full': dbt_ivm._ivm_rewrite_template(parsed, hidden, edits, '\ngroup by all'),
+               'delta': dbt_ivm._ivm_rewrite_template(parsed, signs, edits, '\ngroup by all'), 'signs': sign_names,
                'groups': [], 'states': [], 'calls': [], 'items': main['items'], 'parsed': parsed}) }}
   {%- endif -%}
   {%- set groups = [] -%}
   {%- for g in aggregation.group_exprs -%}
-    {%- do groups.append({'name': '__ivm_g_' ~ loop.index0, 'sql': dbt_ivm.ivm_range_text(parsed, g[0], g[1])}) -%}
+    {%- do groups.append({'name': '__ivm_g_' ~ loop.index0, 'sql': dbt_ivm._ivm_range_text(parsed, g[0], g[1])}) -%}
   {%- endfor -%}
   {%- set states = [] -%}
   {%- set calls = [] -%}
   {%- for call in aggregation.calls -%}
     {%- set j = loop.index0 -%}
-    {%- set args = dbt_ivm.ivm_range_text(parsed, call.args[0], call.args[1]) -%}
-    {%- set filter = (' ' ~ dbt_ivm.ivm_range_text(parsed, call.filter[0], call.filter[1])) if call.filter else '' -%}
-    {%- set text = dbt_ivm.ivm_range_text(parsed, call.pos, call.end) -%}
+    {%- set args = dbt_ivm._ivm_range_text(parsed, call.args[0], call.args[1]) -%}
+    {%- set filter = (' ' ~ dbt_ivm._ivm_range_text(parsed, call.filter[0], call.filter[1])) if call.filter else '' -%}
+    {%- set text = dbt_ivm._ivm_range_text(parsed, call.pos, call.end) -%}
     {%- set s = '__ivm_s' ~ j -%}
     {%- set n = '__ivm_n' ~ j -%}
     {%- if call.kind == 'additive' and call.name in ('count', 'count_if') -%}
@@ -70,13 +70,13 @@
   {%- for item in main['items'] -%}
     {%- set inside = calls | selectattr('pos', '>=', item.s) | selectattr('pos', '<', item.e) | list -%}
     {%- do items.append({'s': item.s, 'xe': item.xe, 'calls': inside}) -%}
-    {%- if not inside -%}{%- do plain.append(dbt_ivm.ivm_range_text(parsed, item.s, item.e)) -%}{%- endif -%}
+    {%- if not inside -%}{%- do plain.append(dbt_ivm._ivm_range_text(parsed, item.s, item.e)) -%}{%- endif -%}
   {%- endfor -%}
-  {%- set full_select = ' ' ~ dbt_ivm.ivm_range_text(parsed, main.select_s, from_kw) ~ ', ' ~ bookkeeping | join(', ') ~ ' ' -%}
+  {%- set full_select = ' ' ~ dbt_ivm._ivm_range_text(parsed, main.select_s, from_kw) ~ ', ' ~ bookkeeping | join(', ') ~ ' ' -%}
   {%- set delta_select = ' ' ~ (plain + bookkeeping) | join(', ') ~ ' ' -%}
   {%- set delta_edits = [{'s': main.select_s, 'e': from_kw, 'text': delta_select}] -%}
   {#- a first rewrite records the sign columns' expressions in the main block (hidden_cols) -#}
-  {%- do dbt_ivm.ivm_rewrite_template(parsed, signs, delta_edits) -%}
+  {%- do dbt_ivm._ivm_rewrite_template(parsed, signs, delta_edits) -%}
   {%- set sign_exprs = main.hidden_cols | map(attribute='expr') | join(', ') -%}
   {%- set append = '' -%}
   {%- if aggregation.having -%}
@@ -88,7 +88,7 @@
     {%- set append = '\ngroup by ' ~ sign_exprs -%}
   {%- endif -%}
   {{ return({'kind': 'aggregate',
-             'full': dbt_ivm.ivm_rewrite_template(parsed, hidden, [{'s': main.select_s, 'e': from_kw, 'text': full_select}]),
-             'delta': dbt_ivm.ivm_rewrite_template(parsed, signs, delta_edits, append), 'signs': sign_names,
+             'full': dbt_ivm._ivm_rewrite_template(parsed, hidden, [{'s': main.select_s, 'e': from_kw, 'text': full_select}]),
+             'delta': dbt_ivm._ivm_rewrite_template(parsed, signs, delta_edits, append), 'signs': sign_names,
              'groups': groups, 'states': states, 'calls': calls, 'items': items, 'parsed': parsed}) }}
 {% endmacro %}

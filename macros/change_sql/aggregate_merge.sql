@@ -1,14 +1,14 @@
 {#- Delta and merge of aggregate views (seed 000), on the stored form described in
-    ivm_aggregate_spec. -#}
+    _ivm_aggregate_spec. -#}
 
 {#- The columns that identify a row of the table: the group keys, or for a DISTINCT view
     its visible columns. -#}
-{% macro ivm_aggregate_keys(spec, visible) %}
+{% macro _ivm_aggregate_keys(spec, visible) %}
   {{ return(spec.groups | map(attribute='name') | list if spec.kind == 'aggregate' else visible) }}
 {% endmacro %}
 
 {#- Names of the columns of the delta template, given the table's visible columns. -#}
-{% macro ivm_aggregate_delta_names(spec, visible) %}
+{% macro _ivm_aggregate_change_names(spec, visible) %}
   {%- if spec.kind == 'distinct' -%}{{ return(visible + ['__ivm_count']) }}{%- endif -%}
   {%- set names = [] -%}
   {%- for i in range(spec['items'] | length) if not spec['items'][i].calls -%}{%- do names.append(visible[i]) -%}{%- endfor -%}
@@ -19,30 +19,30 @@
     __ivm_sign. An aggregate term is renamed by position (its select list is explicit); a
     DISTINCT term is read by name, since a star in its select list also expands the
     relations' __ivm_sign columns. -#}
-{% macro ivm_signed_term_sql(spec, names, term) %}
-  {%- set cols = dbt_ivm.ivm_quote_all(names) | join(', ') -%}
+{% macro _ivm_signed_term_sql(spec, names, term) %}
+  {%- set cols = dbt_ivm._ivm_quote_all(names) | join(', ') -%}
   {%- set sign = spec.signs | join(' * ') -%}
   {%- if spec.kind == 'distinct' -%}
     {{ return('select ' ~ cols ~ ', ' ~ sign ~ ' as __ivm_sign from (\n' ~ term ~ '\n) __ivm_t') }}
   {%- endif -%}
   {{ return('select ' ~ cols ~ ', ' ~ sign ~ ' as __ivm_sign from (\n' ~ term ~ '\n) __ivm_t(' ~
-      (dbt_ivm.ivm_quote_all(names) + spec.signs) | join(', ') ~ ')') }}
+      (dbt_ivm._ivm_quote_all(names) + spec.signs) | join(', ') ~ ')') }}
 {% endmacro %}
 
 {#- Signed per-group deltas: the delta template evaluated on each signed change term, the
     partial states multiplied by their sign and summed per group. One row per affected
     group. -#}
-{% macro ivm_aggregate_delta_sql(spec, names, keys, terms) %}
-  {{ return(adapter.dispatch('ivm_aggregate_delta_sql', 'dbt_ivm')(spec, names, keys, terms)) }}
+{% macro ivm_aggregate_change_sql(spec, names, keys, terms) %}
+  {{ return(adapter.dispatch('ivm_aggregate_change_sql', 'dbt_ivm')(spec, names, keys, terms)) }}
 {% endmacro %}
 
-{% macro default__ivm_aggregate_delta_sql(spec, names, keys, terms) %}
+{% macro default__ivm_aggregate_change_sql(spec, names, keys, terms) %}
   {%- set parts = [] -%}
-  {%- for t in terms -%}{%- do parts.append(dbt_ivm.ivm_signed_term_sql(spec, names, t)) -%}{%- endfor -%}
+  {%- for t in terms -%}{%- do parts.append(dbt_ivm._ivm_signed_term_sql(spec, names, t)) -%}{%- endfor -%}
   {%- set out = [] -%}
-  {%- for k in keys -%}{%- do out.append(dbt_ivm.ivm_quote(k)) -%}{%- endfor -%}
+  {%- for k in keys -%}{%- do out.append(dbt_ivm._ivm_quote(k)) -%}{%- endfor -%}
   {%- for name in names if name not in keys and not name.startswith('__ivm_') -%}
-    {%- do out.append('any_value(' ~ dbt_ivm.ivm_quote(name) ~ ') as ' ~ dbt_ivm.ivm_quote(name)) -%}
+    {%- do out.append('any_value(' ~ dbt_ivm._ivm_quote(name) ~ ') as ' ~ dbt_ivm._ivm_quote(name)) -%}
   {%- endfor -%}
   {%- do out.append('sum(__ivm_sign * __ivm_count) as __ivm_count') -%}
   {%- for st in spec.states -%}
@@ -55,18 +55,18 @@ from (
 {{ parts | join('\nunion all\n') }}
 ) __ivm_d
 {%- if keys %}
-group by {{ dbt_ivm.ivm_quote_all(keys) | join(', ') }}
+group by {{ dbt_ivm._ivm_quote_all(keys) | join(', ') }}
 {%- endif -%}
   {%- endset -%}
   {{ return(sql) }}
 {% endmacro %}
 
 {#- Groups whose rows change: the keys of the signed change terms. -#}
-{% macro ivm_affected_groups_sql(spec, names, keys, terms) %}
+{% macro _ivm_affected_groups_sql(spec, names, keys, terms) %}
   {%- set parts = [] -%}
   {%- for t in terms -%}
-    {%- do parts.append('select ' ~ (dbt_ivm.ivm_quote_all(keys) | join(', ') if keys else '1 as __ivm_one') ~ ' from (\n' ~
-        dbt_ivm.ivm_signed_term_sql(spec, names, t) ~ '\n) __ivm_s') -%}
+    {%- do parts.append('select ' ~ (dbt_ivm._ivm_quote_all(keys) | join(', ') if keys else '1 as __ivm_one') ~ ' from (\n' ~
+        dbt_ivm._ivm_signed_term_sql(spec, names, t) ~ '\n) __ivm_s') -%}
   {%- endfor -%}
   {{ return('select distinct * from (\n' ~ parts | join('\nunion all\n') ~ '\n) __ivm_a') }}
 {% endmacro %}
@@ -76,19 +76,19 @@ group by {{ dbt_ivm.ivm_quote_all(keys) | join(', ') }}
     also those whose row count reaches 0: the apply deletes them all and re-inserts those
     with rows (a query without GROUP BY keeps its one row). Needs every state mergeable for
     this change: additive states always, min/max only when the change inserts only. -#}
-{% macro ivm_aggregate_merge_sql(spec, target, target_columns, delta_sql, keys, visible) %}
-  {{ return(adapter.dispatch('ivm_aggregate_merge_sql', 'dbt_ivm')(spec, target, target_columns, delta_sql, keys, visible)) }}
+{% macro ivm_aggregate_merge_sql(spec, target, target_columns, change_sql, keys, visible) %}
+  {{ return(adapter.dispatch('ivm_aggregate_merge_sql', 'dbt_ivm')(spec, target, target_columns, change_sql, keys, visible)) }}
 {% endmacro %}
 
 {#- visible: the model's output names in the order of its select list. -#}
-{% macro default__ivm_aggregate_merge_sql(spec, target, target_columns, delta_sql, keys, visible) %}
+{% macro default__ivm_aggregate_merge_sql(spec, target, target_columns, change_sql, keys, visible) %}
   {%- set types = {} -%}
   {%- for c in target_columns -%}{%- do types.update({c.name | lower: c.data_type}) -%}{%- endfor -%}
   {%- set inner = ['__ivm_t.__ivm_count is not null as __ivm_existed'] -%}
   {%- for i in range(visible | length) if visible[i] not in keys and not spec['items'][i].calls -%}
-    {%- do inner.append('__ivm_d.' ~ dbt_ivm.ivm_quote(visible[i])) -%}
+    {%- do inner.append('__ivm_d.' ~ dbt_ivm._ivm_quote(visible[i])) -%}
   {%- endfor -%}
-  {%- for k in keys -%}{%- do inner.append('__ivm_d.' ~ dbt_ivm.ivm_quote(k)) -%}{%- endfor -%}
+  {%- for k in keys -%}{%- do inner.append('__ivm_d.' ~ dbt_ivm._ivm_quote(k)) -%}{%- endfor -%}
   {%- do inner.append('coalesce(__ivm_t.__ivm_count, 0) + __ivm_d.__ivm_count as __ivm_count') -%}
   {%- for st in spec.states -%}
     {%- set n = st.name -%}
@@ -99,7 +99,7 @@ group by {{ dbt_ivm.ivm_quote_all(keys) | join(', ') }}
     {%- endif -%}
   {%- endfor -%}
   {%- set on = [] -%}
-  {%- for k in keys -%}{%- do on.append('__ivm_t.' ~ dbt_ivm.ivm_quote(k) ~ ' <=> __ivm_d.' ~ dbt_ivm.ivm_quote(k)) -%}{%- endfor -%}
+  {%- for k in keys -%}{%- do on.append('__ivm_t.' ~ dbt_ivm._ivm_quote(k) ~ ' <=> __ivm_d.' ~ dbt_ivm._ivm_quote(k)) -%}{%- endfor -%}
   {%- set outer = [] -%}
   {%- for c in target_columns -%}
     {%- set i = visible.index(c.name) if c.name in visible else -1 -%}
@@ -107,11 +107,11 @@ group by {{ dbt_ivm.ivm_quote_all(keys) | join(', ') }}
       {%- set item = spec['items'][i] -%}
       {%- set subs = {} -%}
       {%- for call in item.calls -%}
-        {%- do subs.update({call.pos: {'end': call.end, 'text': dbt_ivm.ivm_aggregate_value_sql(call, types)}}) -%}
+        {%- do subs.update({call.pos: {'end': call.end, 'text': dbt_ivm._ivm_aggregate_value_sql(call, types)}}) -%}
       {%- endfor -%}
-      {%- do outer.append(dbt_ivm.ivm_range_text(spec.parsed, item.s, item.xe, subs) ~ ' as ' ~ dbt_ivm.ivm_quote(c.name)) -%}
+      {%- do outer.append(dbt_ivm._ivm_range_text(spec.parsed, item.s, item.xe, subs) ~ ' as ' ~ dbt_ivm._ivm_quote(c.name)) -%}
     {%- else -%}
-      {%- do outer.append('__ivm_m.' ~ dbt_ivm.ivm_quote(c.name)) -%}
+      {%- do outer.append('__ivm_m.' ~ dbt_ivm._ivm_quote(c.name)) -%}
     {%- endif -%}
   {%- endfor -%}
   {%- do outer.append('__ivm_m.__ivm_existed') -%}
@@ -120,7 +120,7 @@ select {{ outer | join(', ') }}
 from (
   select {{ inner | join(', ') }}
   from (
-{{ delta_sql }}
+{{ change_sql }}
   ) __ivm_d
   left join {{ target }} __ivm_t on {{ on | join(' and ') if on else 'true' }}
 ) __ivm_m
@@ -131,7 +131,7 @@ from (
 {#- The value of an aggregate call from the merged states (columns of __ivm_m), exactly as
     Spark computes it: sum is NULL without non-NULL arguments; avg divides like Spark's
     Average (a decimal sum by a decimal(20,0) count, cast to the result type). -#}
-{% macro ivm_aggregate_value_sql(call, types) %}
+{% macro _ivm_aggregate_value_sql(call, types) %}
   {%- set s = '__ivm_m.' ~ call.s -%}
   {%- set n = '__ivm_m.' ~ call.n -%}
   {%- if call.value == 'state' -%}{{ return(s) }}{%- endif -%}
@@ -149,20 +149,20 @@ from (
 {% endmacro %}
 
 {#- Affected groups recomputed from the definition at the fixed versions. -#}
-{% macro ivm_aggregate_recompute_sql(full_sql, affected_view, keys) %}
+{% macro _ivm_aggregate_recompute_sql(full_sql, affected_view, keys) %}
   {%- if not keys -%}{{ return(full_sql) }}{%- endif -%}
   {%- set on = [] -%}
-  {%- for k in keys -%}{%- do on.append('__ivm_r.' ~ dbt_ivm.ivm_quote(k) ~ ' <=> __ivm_a.' ~ dbt_ivm.ivm_quote(k)) -%}{%- endfor -%}
+  {%- for k in keys -%}{%- do on.append('__ivm_r.' ~ dbt_ivm._ivm_quote(k) ~ ' <=> __ivm_a.' ~ dbt_ivm._ivm_quote(k)) -%}{%- endfor -%}
   {{ return('select __ivm_r.* from (\n' ~ full_sql ~ '\n) __ivm_r left semi join ' ~ affected_view ~ ' __ivm_a on ' ~ on | join(' and ')) }}
 {% endmacro %}
 
 {#- Rows of the table in the groups listed by keys_view: {'joins', 'flag'} as for
-    ivm_join_delete_predicates. Without GROUP BY the only row is always affected. -#}
-{% macro ivm_group_delete_predicates(keys_view, keys, alias) %}
+    _ivm_join_delete_predicates. Without GROUP BY the only row is always affected. -#}
+{% macro _ivm_group_delete_predicates(keys_view, keys, alias) %}
   {%- if not keys -%}{{ return({'joins': [], 'flag': '(true)'}) }}{%- endif -%}
   {%- set on = [] -%}
-  {%- for k in keys -%}{%- do on.append(alias ~ '.' ~ dbt_ivm.ivm_quote(k) ~ ' <=> __ivm_k.' ~ dbt_ivm.ivm_quote(k)) -%}{%- endfor -%}
-  {{ return({'joins': ['left join (select distinct ' ~ dbt_ivm.ivm_quote_all(keys) | join(', ') ~ ', true as __ivm_hit from ' ~
+  {%- for k in keys -%}{%- do on.append(alias ~ '.' ~ dbt_ivm._ivm_quote(k) ~ ' <=> __ivm_k.' ~ dbt_ivm._ivm_quote(k)) -%}{%- endfor -%}
+  {{ return({'joins': ['left join (select distinct ' ~ dbt_ivm._ivm_quote_all(keys) | join(', ') ~ ', true as __ivm_hit from ' ~
       keys_view ~ ') __ivm_k on ' ~ on | join(' and ')],
              'flag': '(__ivm_k.__ivm_hit is not null)'}) }}
 {% endmacro %}

@@ -17,7 +17,7 @@
 
 {% macro default__ivm_join_insert_sql(template, plan) %}
   {%- set terms = [] -%}
-  {%- for term in dbt_ivm.ivm_delta_terms(template, plan) -%}
+  {%- for term in dbt_ivm._ivm_join_change_terms(template, plan) -%}
     {%- do terms.append('select * from (\n' ~ term ~ '\n) __ivm_term_' ~ loop.index0) -%}
   {%- endfor -%}
   {{ return(terms | join('\nunion all\n')) }}
@@ -28,20 +28,20 @@
     its changed keys, every changed upstream before i without its changed keys, and every
     other upstream at the new version; their union is the rows to insert of a join-only
     view. -#}
-{% macro ivm_delta_terms(template, plan) %}
+{% macro _ivm_join_change_terms(template, plan) %}
   {%- set terms = [] -%}
   {%- for p in plan if p.changed and p.has_new -%}
     {%- set relations = {} -%}
     {%- for q in plan -%}
       {%- if q is sameas p -%}
-        {%- do relations.update({q.index: dbt_ivm.ivm_new_images_sql(q)}) -%}
+        {%- do relations.update({q.index: dbt_ivm._ivm_new_images_sql(q)}) -%}
       {%- elif q.changed and q.index < p.index -%}
-        {%- do relations.update({q.index: dbt_ivm.ivm_unchanged_rows_sql(q)}) -%}
+        {%- do relations.update({q.index: dbt_ivm._ivm_unchanged_rows_sql(q)}) -%}
       {%- else -%}
         {%- do relations.update({q.index: dbt_ivm.ivm_snapshot_sql(q.up, q.columns, q.to)}) -%}
       {%- endif -%}
     {%- endfor -%}
-    {%- do terms.append(dbt_ivm.ivm_fill_relations(template, relations)) -%}
+    {%- do terms.append(dbt_ivm._ivm_fill_relations(template, relations)) -%}
   {%- endfor -%}
   {{ return(terms) }}
 {% endmacro %}
@@ -52,56 +52,58 @@
     version, unchanged upstreams whole (all with __ivm_sign 1). The terms telescope: their
     signed sum is (query at the new versions) - (query at the old versions), so the new and
     the old side of upstream i share one evaluation. -#}
-{% macro ivm_signed_delta_terms(template, plan) %}
+{% macro _ivm_signed_change_terms(template, plan) %}
   {%- set terms = [] -%}
   {%- for p in plan if p.changed and (p.has_new or p.old > 0) -%}
     {%- set relations = {} -%}
     {%- for q in plan -%}
       {%- if q is sameas p -%}
         {%- set halves = [] -%}
-        {%- if p.has_new -%}{%- do halves.append('select *, 1 as __ivm_sign from ' ~ dbt_ivm.ivm_new_images_sql(p) ~ ' __ivm_n') -%}{%- endif -%}
-        {%- if p.old > 0 -%}{%- do halves.append('select *, -1 as __ivm_sign from ' ~ dbt_ivm.ivm_old_images_sql(p) ~ ' __ivm_o') -%}{%- endif -%}
+        {%- if p.has_new -%}{%- do halves.append('select *, 1 as __ivm_sign from ' ~ dbt_ivm._ivm_new_images_sql(p) ~ ' __ivm_n') -%}{%- endif -%}
+        {%- if p.old > 0 -%}{%- do halves.append('select *, -1 as __ivm_sign from ' ~ dbt_ivm._ivm_old_images_sql(p) ~ ' __ivm_o') -%}{%- endif -%}
         {%- do relations.update({q.index: '(' ~ halves | join(' union all ') ~ ')'}) -%}
       {%- elif q.changed and q.index > p.index -%}
-        {%- do relations.update({q.index: '(select *, 1 as __ivm_sign from ' ~ dbt_ivm.ivm_old_version_sql(q) ~ ' __ivm_r)'}) -%}
+        {%- do relations.update({q.index: '(select *, 1 as __ivm_sign from ' ~ dbt_ivm._ivm_old_version_sql(q) ~ ' __ivm_r)'}) -%}
       {%- else -%}
         {%- do relations.update({q.index: '(select *, 1 as __ivm_sign from ' ~ dbt_ivm.ivm_snapshot_sql(q.up, q.columns, q.to) ~ ' __ivm_r)'}) -%}
       {%- endif -%}
     {%- endfor -%}
-    {%- do terms.append(dbt_ivm.ivm_fill_relations(template, relations)) -%}
+    {%- do terms.append(dbt_ivm._ivm_fill_relations(template, relations)) -%}
   {%- endfor -%}
   {{ return(terms) }}
 {% endmacro %}
 
 {#- Old images of the changed keys of an upstream (rows it had at the stored version). -#}
-{% macro ivm_old_images_sql(p) %}
-  {%- set cols = dbt_ivm.ivm_quote_all(p.columns | map(attribute='name')) | join(', ') -%}
+{% macro _ivm_old_images_sql(p) %}
+  {%- set cols = dbt_ivm._ivm_quote_all(p.columns | map(attribute='name')) | join(', ') -%}
   {{ return('(select ' ~ cols ~ ' from (select __ivm_before.* from ' ~ p.change_view ~ ' where __ivm_old) __ivm_b)') }}
 {% endmacro %}
 
 {#- A changed upstream as it was at the stored version. -#}
-{% macro ivm_old_version_sql(p) %}
+{% macro _ivm_old_version_sql(p) %}
   {%- if p.up.kind == 'change_log' -%}
-    {{ return('(select * from ' ~ dbt_ivm.ivm_unchanged_rows_sql(p) ~ ' __ivm_u union all select * from ' ~
-        dbt_ivm.ivm_old_images_sql(p) ~ ' __ivm_o)') }}
+    {{ return('(select * from ' ~ dbt_ivm._ivm_unchanged_rows_sql(p) ~ ' __ivm_u union all select * from ' ~
+        dbt_ivm._ivm_old_images_sql(p) ~ ' __ivm_o)') }}
   {%- endif -%}
   {{ return(dbt_ivm.ivm_snapshot_sql(p.up, p.columns, p['from'])) }}
 {% endmacro %}
 
 {#- Rows of a changed upstream at its new version that belong to its changed slice. -#}
-{% macro ivm_new_images_sql(p) %}
-  {%- set cols = dbt_ivm.ivm_quote_all(p.columns | map(attribute='name')) | join(', ') -%}
+{% macro _ivm_new_images_sql(p) %}
+  {%- set cols = dbt_ivm._ivm_quote_all(p.columns | map(attribute='name')) | join(', ') -%}
   {%- if p.up.kind == 'change_log' -%}
     {{ return('(select ' ~ cols ~ ' from ' ~ p.change_view ~ ' where __ivm_new)') }}
   {%- endif -%}
-  {{ return('(select ' ~ cols ~ ' from ' ~ p.up.relation ~ ' where ' ~ dbt_ivm.ivm_watermark_window(p) ~ ')') }}
+  {{ return('(select ' ~ cols ~ ' from ' ~ p.up.relation ~ ' where ' ~ dbt_ivm._ivm_watermark_window(p) ~ ')') }}
 {% endmacro %}
 
 {#- Rows of a changed upstream at its new version outside its changed slice. -#}
-{% macro ivm_unchanged_rows_sql(p) %}
+{% macro _ivm_unchanged_rows_sql(p) %}
   {%- if p.up.kind == 'change_log' -%}
     {%- set match = [] -%}
-    {%- for k in p.up.unique_key -%}{%- do match.append('__ivm_s.' ~ dbt_ivm.ivm_quote(k) ~ ' <=> __ivm_k.' ~ dbt_ivm.ivm_quote(k)) -%}{%- endfor -%}
+    {%- for k in p.up.unique_key -%}
+      {%- do match.append('__ivm_s.' ~ dbt_ivm._ivm_quote(k) ~ ' <=> __ivm_k.' ~ dbt_ivm._ivm_quote(k)) -%}
+    {%- endfor -%}
     {{ return('(select __ivm_s.* from ' ~ dbt_ivm.ivm_snapshot_sql(p.up, p.columns, p.to) ~ ' __ivm_s left anti join ' ~
         p.change_view ~ ' __ivm_k on ' ~ match | join(' and ') ~ ')') }}
   {%- endif -%}
@@ -109,11 +111,11 @@
 {% endmacro %}
 
 {#- u < watermark <= v for an append-only upstream. -#}
-{% macro ivm_watermark_window(p) %}
-  {%- set wm = dbt_ivm.ivm_quote(p.up.watermark) -%}
-  {%- set conds = [wm ~ ' <= ' ~ dbt_ivm.ivm_version_literal(p.up, p.to, p.columns)] -%}
+{% macro _ivm_watermark_window(p) %}
+  {%- set wm = dbt_ivm._ivm_quote(p.up.watermark) -%}
+  {%- set conds = [wm ~ ' <= ' ~ dbt_ivm._ivm_version_literal(p.up, p.to, p.columns)] -%}
   {%- if p['from'] is not none -%}
-    {%- do conds.append(wm ~ ' > ' ~ dbt_ivm.ivm_version_literal(p.up, p['from'], p.columns)) -%}
+    {%- do conds.append(wm ~ ' > ' ~ dbt_ivm._ivm_version_literal(p.up, p['from'], p.columns)) -%}
   {%- endif -%}
   {{ return(conds | join(' and ')) }}
 {% endmacro %}
@@ -123,21 +125,22 @@
     duplicated), 'flag': a boolean that is true exactly for those rows}. Upstreams whose
     changes are insert-only have no rows in the view to delete (DEL is skipped), unless a
     repair re-applies a refresh that may have inserted them already. -#}
-{% macro ivm_join_delete_predicates(plan, alias, repair) %}
+{% macro _ivm_join_delete_predicates(plan, alias, repair) %}
   {%- set joins = [] -%}
   {%- set flags = [] -%}
   {%- for p in plan if p.changed and (repair or p.get('old', 0) > 0) -%}
     {%- if p.up.kind == 'change_log' -%}
       {%- set k = '__ivm_k_' ~ p.index -%}
-      {%- set keys = dbt_ivm.ivm_quote_all(p.up.unique_key) | join(', ') -%}
+      {%- set keys = dbt_ivm._ivm_quote_all(p.up.unique_key) | join(', ') -%}
       {%- set match = [] -%}
       {%- for h in p.up.hidden -%}
-        {%- do match.append(alias ~ '.' ~ h.name ~ ' <=> ' ~ k ~ '.' ~ dbt_ivm.ivm_quote(h.column)) -%}
+        {%- do match.append(alias ~ '.' ~ h.name ~ ' <=> ' ~ k ~ '.' ~ dbt_ivm._ivm_quote(h.column)) -%}
       {%- endfor -%}
       {%- do joins.append('left join (select ' ~ keys ~ ', true as __ivm_hit from ' ~ p.change_view ~ ') ' ~ k ~ ' on ' ~ match | join(' and ')) -%}
       {%- do flags.append(k ~ '.__ivm_hit is not null') -%}
     {%- elif p['from'] is not none -%}
-      {%- do flags.append('(' ~ alias ~ '.' ~ p.up.hidden[0].name ~ ' > ' ~ dbt_ivm.ivm_version_literal(p.up, p['from'], p.columns) ~ ') is true') -%}
+      {%- set stored = dbt_ivm._ivm_version_literal(p.up, p['from'], p.columns) -%}
+      {%- do flags.append('(' ~ alias ~ '.' ~ p.up.hidden[0].name ~ ' > ' ~ stored ~ ') is true') -%}
     {%- else -%}
       {%- do flags.append('true') -%}
     {%- endif -%}
