@@ -185,7 +185,50 @@ def failures(project_factory) -> dict[str, str]:
             f"models/bad_{key}.sql",
             f"{{{{ config(materialized='ivm', {key}={value}) }}}}\nselect order_id from {ORDERS}\n",
         )
+    for name, config in BAD_TABLE_CONFIGS.items():
+        project.write(
+            f"models/{name}.sql",
+            f"{{{{ config(materialized='ivm', {config[0]}) }}}}\nselect order_id from {ORDERS}\n",
+        )
     return project.run_failures("--exclude", "ivm_refresh_log")
+
+
+# dbt's table configs that an ivm table cannot honour: model -> (config, message fragments)
+BAD_TABLE_CONFIGS: dict[str, tuple[str, list[str]]] = {
+    "bucketed": (
+        "clustered_by=['order_id'], buckets=4",
+        ["does not support the config clustered_by", "Spark writes buckets only", "Remove clustered_by"],
+    ),
+    "with_options": (
+        "options={'compression': 'zstd'}",
+        ["does not support the config options", "Remove options"],
+    ),
+    "reserved_property": (
+        "tblproperties={'dbt_ivm.row_key': 'x'}",
+        ["the table property dbt_ivm.row_key is set by dbt_ivm", "Remove it from tblproperties"],
+    ),
+    "feed_off": (
+        "file_format='delta', tblproperties={'delta.enableChangeDataFeed': 'false'}",
+        ["the table property delta.enableChangeDataFeed is set by dbt_ivm"],
+    ),
+    "bad_properties": ("tblproperties='a=b'", ["tblproperties must be a mapping", "got 'a=b'"]),
+    "located_partitions": (
+        "location_root='/tmp/x', partition_by='order_id'",
+        ["location_root with partition_by is not supported for parquet tables", "file_format: delta"],
+    ),
+    "granted": (
+        "grants={'select': ['analysts']}",
+        ["grants are set, but open-source Spark SQL has no GRANT statement", "Remove grants"],
+    ),
+}
+
+
+@pytest.mark.parametrize("model", sorted(BAD_TABLE_CONFIGS))
+def test_table_config_rejected(failures: dict[str, str], model: str) -> None:
+    message = failures[model]
+    assert message.startswith(f"Model '{model}': ") or f"Model '{model}': " in message, message
+    for fragment in BAD_TABLE_CONFIGS[model][1]:
+        assert fragment in message, f"{fragment!r} missing from:\n{message}"
 
 
 @pytest.mark.parametrize("model", sorted(BAD_MODELS))

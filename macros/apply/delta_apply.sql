@@ -161,18 +161,23 @@ when not matched and not __ivm_s.__ivm_del then insert {{ dbt_ivm._ivm_delta_ins
     so readers switch from the old to the new content atomically). The change data feed is
     enabled, so downstream ivm models read this table's changes through it; deletion
     vectors are enabled, so a MERGE that deletes or updates a few rows does not rewrite
-    whole files; `properties` adds table properties (dbt_ivm.row_key). -#}
-{% macro ivm_delta_build_sql(target, build_sql, partition_by, properties={}) %}
-  {{ return(adapter.dispatch('ivm_delta_build_sql', 'dbt_ivm')(target, build_sql, partition_by, properties)) }}
+    whole files; `properties` adds table properties (the model's tblproperties,
+    dbt_ivm.row_key); `location` (from location_root) makes it an external table. -#}
+{% macro ivm_delta_build_sql(target, build_sql, partition_by, properties={}, location=none) %}
+  {{ return(adapter.dispatch('ivm_delta_build_sql', 'dbt_ivm')(target, build_sql, partition_by, properties, location)) }}
 {% endmacro %}
 
-{% macro default__ivm_delta_build_sql(target, build_sql, partition_by, properties={}) %}
-  {%- set props = {'delta.enableChangeDataFeed': 'true', 'delta.enableDeletionVectors': 'true'} -%}
+{% macro default__ivm_delta_build_sql(target, build_sql, partition_by, properties={}, location=none) %}
+  {%- set props = {'delta.enableDeletionVectors': 'true'} -%}
   {%- do props.update(properties) -%}
+  {%- do props.update({'delta.enableChangeDataFeed': 'true'}) -%}
   {%- set sql -%}
 create or replace table {{ target }} using delta
 {%- if partition_by %}
 partitioned by ({{ dbt_ivm._ivm_quote_all(partition_by) | join(', ') }})
+{%- endif %}
+{%- if location %}
+location {{ dbt_ivm._ivm_string_literal(location) }}
 {%- endif %}
 {{ dbt_ivm._ivm_tblproperties(props) }}
 as {{ build_sql }}
@@ -228,9 +233,11 @@ as {{ build_sql }}
 
 {#- Full build of a Delta table: one CREATE OR REPLACE TABLE (an existing relation that is
     not a Delta table, e.g. a former parquet generation table, is dropped first). -#}
-{% macro _ivm_delta_build(target, existing, existing_is_delta, build_sql, partition_by, properties={}) %}
+{% macro _ivm_delta_build(target, existing, existing_is_delta, build_sql, partition_by, properties={}, location=none) %}
   {%- if existing is not none and not existing_is_delta -%}{%- do adapter.drop_relation(existing) -%}{%- endif -%}
-  {%- call statement('main') -%}{{ dbt_ivm.ivm_delta_build_sql(target, build_sql, partition_by, properties) }}{%- endcall -%}
+  {%- call statement('main') -%}
+    {{ dbt_ivm.ivm_delta_build_sql(target, build_sql, partition_by, properties, location) }}
+  {%- endcall -%}
 {% endmacro %}
 
 {#- Exactly-once after interrupted refreshes of a Delta table. Each one's single write

@@ -50,13 +50,15 @@ select {{ cols | join(', ') }} from {{ insert_view }}
 {% endmacro %}
 
 {#- Build an unpartitioned table into its next generation directory, then (re)create the
-    table there: the old table serves reads until the moment it is replaced. -#}
-{% macro ivm_build_generation(target, existing, build_sql, properties={}) %}
-  {{ return(adapter.dispatch('ivm_build_generation', 'dbt_ivm')(target, existing, build_sql, properties)) }}
+    table there: the old table serves reads until the moment it is replaced. The
+    directories are <location_root>/<table>__ivm_g1 and __ivm_g2 with location_root, else
+    beside the schema's tables. -#}
+{% macro ivm_build_generation(target, existing, build_sql, properties={}, location_root=none) %}
+  {{ return(adapter.dispatch('ivm_build_generation', 'dbt_ivm')(target, existing, build_sql, properties, location_root)) }}
 {% endmacro %}
 
-{% macro default__ivm_build_generation(target, existing, build_sql, properties={}) %}
-  {%- set next_location = dbt_ivm._ivm_next_generation(target, existing) -%}
+{% macro default__ivm_build_generation(target, existing, build_sql, properties={}, location_root=none) %}
+  {%- set next_location = dbt_ivm._ivm_next_generation(target, existing, location_root) -%}
   {%- call statement('main') -%}
     insert overwrite directory '{{ next_location }}' using parquet
     {{ build_sql }}
@@ -65,15 +67,19 @@ select {{ cols | join(', ') }} from {{ insert_view }}
   {%- do run_query('create table ' ~ target ~ " using parquet location '" ~ next_location ~ "' " ~ dbt_ivm._ivm_tblproperties(properties)) -%}
 {% endmacro %}
 
-{#- The generation directory a table is not using now. -#}
-{% macro _ivm_next_generation(target, existing) %}
+{#- The generation directory a table is not using now (under location_root when given: a
+    changed location_root moves the table there, never onto the directory it reads). -#}
+{% macro _ivm_next_generation(target, existing, location_root=none) %}
   {%- set location = dbt_ivm._ivm_table_location(existing) if existing is not none and existing.type == 'table' else '' -%}
   {%- set m = modules.re.match('^(.*)__ivm_g([12])$', location) -%}
-  {%- if m -%}
-    {{ return(m.group(1) ~ '__ivm_g' ~ ('2' if m.group(2) == '1' else '1')) }}
+  {%- set generation = '__ivm_g' ~ ('2' if m and m.group(2) == '1' else '1') -%}
+  {%- if location_root -%}
+    {{ return(location_root.rstrip('/') ~ '/' ~ target.identifier ~ generation) }}
+  {%- elif m -%}
+    {{ return(m.group(1) ~ generation) }}
   {%- endif -%}
   {%- set schema_location = dbt_ivm._ivm_describe_value('describe schema extended ' ~ target.schema, 'Location') -%}
-  {{ return(schema_location.rstrip('/') ~ '/' ~ target.identifier ~ '__ivm_g1') }}
+  {{ return(schema_location.rstrip('/') ~ '/' ~ target.identifier ~ generation) }}
 {% endmacro %}
 
 {#- in_affected: condition on __ivm_v selecting the affected partitions; emptied: partition

@@ -6,6 +6,7 @@
   {%- set target_relation = api.Relation.create(identifier=identifier, schema=schema, database=database, type='table') -%}
   {%- set existing = adapter.get_relation(database=database, schema=schema, identifier=identifier) -%}
   {%- set settings = dbt_ivm._ivm_model_settings(model) -%}
+  {%- do dbt_ivm._ivm_check_grants(model) -%}
   {%- set upstreams = dbt_ivm.ivm_detect_change_feeds(model, dbt_ivm.ivm_upstreams(model)) -%}
   {%- set analysis = dbt_ivm.ivm_analyze(sql, upstreams) -%}
   {%- set entry = {'refresh_id': invocation_id ~ ':' ~ model.unique_id, 'started_at': started_at} -%}
@@ -27,6 +28,7 @@
     {%- set definition = dbt_ivm._ivm_checked_definition(analysis.parsed, sql, settings.file_format) -%}
     {%- do dbt_ivm._ivm_build_full(target_relation, existing, sql, definition, settings, entry) -%}
     {%- do dbt_ivm._ivm_free_lease(lease.prefix, lease.generation, entry.refresh_id) -%}
+    {%- do dbt_ivm._ivm_apply_grants(target_relation, existing, true) -%}
     {{ run_hooks(post_hooks) }}
     {{ return({'relations': [target_relation]}) }}
   {%- endif -%}
@@ -71,8 +73,11 @@
   {%- set tk = analysis.parsed.tk -%}
   {%- set words = [] -%}
   {%- for i in tk.sig -%}{%- do words.append(tk.tokens[i].v) -%}{%- endfor -%}
-  {%- set definition_hash = local_md5(words | join(' ') ~ tojson(declarations) ~ tojson(settings.partition_by) ~
-      (' delta' if settings.file_format == 'delta' else '')) -%}
+  {#- a changed table layout (partitions, format, properties, location) rebuilds the table -#}
+  {%- set layout = tojson(settings.partition_by) ~ (' delta' if settings.file_format == 'delta' else '') ~
+      (' ' ~ tojson(settings.tblproperties) if settings.tblproperties else '') ~
+      (' ' ~ settings.location_root if settings.location_root else '') -%}
+  {%- set definition_hash = local_md5(words | join(' ') ~ tojson(declarations) ~ layout) -%}
   {#- one refresh of a table at a time: the table is written under the lease. The newest lease
       generation is read before the state, so that taking the next one proves the state current -#}
   {%- set lease_top = dbt_ivm._ivm_lease_top(dbt_ivm._ivm_lease_prefix(target_relation.schema, target_relation.identifier)) -%}
@@ -81,6 +86,7 @@
     {#- nothing to do, and nothing that changes the state to log: no lease needed -#}
     {{ run_hooks(pre_hooks) }}
     {%- do dbt_ivm._ivm_log_unchanged(model, target_relation, position.state, entry) -%}
+    {%- do dbt_ivm._ivm_apply_grants(target_relation, existing, false) -%}
     {{ run_hooks(post_hooks) }}
     {{ return({'relations': [target_relation]}) }}
   {%- endif -%}
@@ -120,6 +126,7 @@
   {%- endif -%}
 
   {%- do dbt_ivm._ivm_free_lease(lease.prefix, lease.generation, entry.refresh_id) -%}
+  {%- do dbt_ivm._ivm_apply_grants(target_relation, existing, entry.path == 'full') -%}
   {{ run_hooks(post_hooks) }}
   {{ return({'relations': [target_relation]}) }}
 {% endmaterialization %}

@@ -35,7 +35,49 @@
   {%- do settings.update({'on_unsupported': on_unsupported, 'partition_by': partition_by | map('lower') | list,
                           'rebuild_above': rebuild_above or none, 'file_format': file_format,
                           'on_change_feed_error': on_feed_error}) -%}
+  {%- do settings.update(dbt_ivm._ivm_table_settings(model, file_format, partition_by)) -%}
   {{ return(settings) }}
+{% endmacro %}
+
+{#- dbt's table configs: honoured (tblproperties, location_root, persist_docs; grants in
+    _ivm_apply_grants) or rejected, never ignored. -#}
+{% macro _ivm_table_settings(model, file_format, partition_by) %}
+  {%- set prefix = "Model '" ~ model.name ~ "': " -%}
+  {%- set unsupported = {
+      'clustered_by': 'a refresh rewrites only the rows or partitions that change, and Spark writes buckets only when it writes a whole table',
+      'buckets': 'a refresh rewrites only the rows or partitions that change, and Spark writes buckets only when it writes a whole table',
+      'options': 'dbt_ivm writes its tables with its own data source options'} -%}
+  {%- for key, why in unsupported.items() if config.get(key) is not none -%}
+    {{ exceptions.raise_compiler_error(prefix ~ "materialized='ivm' does not support the config " ~ key ~ ': ' ~ why ~
+        '. Remove ' ~ key ~ (' (partition_by is supported)' if key != 'options' else '') ~ '.') }}
+  {%- endfor -%}
+  {%- set tblproperties = config.get('tblproperties') or {} -%}
+  {%- if tblproperties is not mapping -%}
+    {{ exceptions.raise_compiler_error(prefix ~ "tblproperties must be a mapping of property names to values, got '" ~
+        tblproperties ~ "'.") }}
+  {%- endif -%}
+  {%- set properties = {} -%}
+  {%- for name, value in tblproperties.items() -%}
+    {%- set reserved = (name | lower).startswith('dbt_ivm.') or name | lower == 'delta.enablechangedatafeed' -%}
+    {%- if reserved -%}
+      {{ exceptions.raise_compiler_error(prefix ~ 'the table property ' ~ name ~
+          ' is set by dbt_ivm (its row key, and the change data feed that downstream ivm models read). Remove it from tblproperties.') }}
+    {%- endif -%}
+    {%- do properties.update({name: value | string}) -%}
+  {%- endfor -%}
+  {%- set location_root = config.get('location_root') -%}
+  {%- if location_root is not none and (location_root is not string or not location_root) -%}
+    {{ exceptions.raise_compiler_error(prefix ~ "location_root must be a path, got '" ~ location_root ~ "'.") }}
+  {%- endif -%}
+  {%- if location_root and partition_by and file_format == 'parquet' -%}
+    {{ exceptions.raise_compiler_error(prefix ~ 'location_root with partition_by is not supported for parquet tables: a '
+        ~ 'rebuild would have to write into the directory the table reads. Set file_format: delta, or remove one of the two.') }}
+  {%- endif -%}
+  {#- dbt checks that persist_docs is a mapping when it parses the project -#}
+  {%- set persist_docs = config.get('persist_docs') or {} -%}
+  {{ return({'tblproperties': properties, 'location_root': location_root or none,
+             'persist_docs': {'relation': persist_docs.get('relation') is sameas true,
+                              'columns': persist_docs.get('columns') is sameas true}}) }}
 {% endmacro %}
 
 {#- Columns of an upstream, after checking that it and its change log exist. -#}
@@ -73,7 +115,7 @@
   {%- if existing.type != 'table' -%}{{ return('replacing a ' ~ existing.type) }}{%- endif -%}
   {%- if state.last_success is none -%}{{ return('no refresh recorded for this table') }}{%- endif -%}
   {%- if state.get('resume_full') -%}{{ return('the full build of refresh ' ~ state.resume_full ~ ' was interrupted: doing it again') }}{%- endif -%}
-  {%- if state.last_success.definition_hash != definition_hash -%}{{ return('model SQL or upstream declarations changed') }}{%- endif -%}
+  {%- if state.last_success.definition_hash != definition_hash -%}{{ return('model SQL, upstream declarations or table configs changed') }}{%- endif -%}
   {{ return(none) }}
 {% endmacro %}
 
@@ -94,9 +136,13 @@
   {%- set definition_view = dbt_ivm._ivm_definition_view(target) -%}
   {%- do run_query('create or replace view ' ~ definition_view ~ ' as ' ~ definition.sql) -%}
   {%- set row_key = definition.columns if entry.get('row_key') == 'visible' else entry.get('row_key') -%}
-  {%- set properties = {'dbt_ivm.row_key': row_key | join(',')} if row_key else {} -%}
+  {%- set properties = {} -%}
+  {%- do properties.update(settings.tblproperties) -%}
+  {%- if row_key -%}{%- do properties.update({'dbt_ivm.row_key': row_key | join(',')}) -%}{%- endif -%}
+  {%- set location_root = settings.location_root -%}
   {%- if settings.get('file_format') == 'delta' -%}
-    {%- do dbt_ivm._ivm_delta_build(target, existing, existing_is_delta, build_sql, settings.partition_by, properties) -%}
+    {%- do dbt_ivm._ivm_delta_build(target, existing, existing_is_delta, build_sql, settings.partition_by, properties,
+        location_root.rstrip('/') ~ '/' ~ target.identifier if location_root else none) -%}
   {%- elif settings.partition_by -%}
     {%- if existing is not none -%}{%- do adapter.drop_relation(existing) -%}{%- endif -%}
     {%- call statement('main') -%}
@@ -107,8 +153,9 @@
       as {{ build_sql }}
     {%- endcall -%}
   {%- else -%}
-    {%- do dbt_ivm.ivm_build_generation(target, existing, build_sql, properties) -%}
+    {%- do dbt_ivm.ivm_build_generation(target, existing, build_sql, properties, location_root) -%}
   {%- endif -%}
+  {%- do dbt_ivm._ivm_persist_docs(target, model, settings.persist_docs) -%}
   {%- if settings.get('change_log') -%}
     {%- do dbt_ivm.ivm_create_change_log(target, settings.change_log) -%}
     {%- do entry.update({'changes_logged': true}) -%}
@@ -121,6 +168,35 @@
                        'duration_s': dbt_ivm._ivm_seconds_since(entry.started_at)}) -%}
   {%- do dbt_ivm.ivm_log_refresh(model, target, entry) -%}
   {{ log('dbt_ivm: ' ~ model.name ~ ': full build (' ~ entry.reason ~ '), ' ~ rows ~ ' rows', info=true) }}
+{% endmacro %}
+
+{#- persist_docs after a build (a rebuilt table has lost its comments): the model's
+    description as the table comment, column descriptions through dbt's own persist_docs
+    (dbt-spark writes them on Delta tables only, as for its table materialization). -#}
+{% macro _ivm_persist_docs(target, model, docs) %}
+  {%- if docs.relation and model.description -%}
+    {%- do run_query('comment on table ' ~ target ~ ' is ' ~ dbt_ivm._ivm_string_literal(model.description)) -%}
+  {%- endif -%}
+  {%- if docs.columns -%}
+    {%- do persist_docs(target, model, for_relation=false) -%}
+  {%- endif -%}
+{% endmacro %}
+
+{#- grants through dbt's apply_grants, on every run as dbt's incremental materialization
+    does (a rebuilt table starts without them). Checked before any work: open-source Spark
+    SQL has no GRANT statement. -#}
+{% macro _ivm_check_grants(model) %}
+  {%- if config.get('grants') and adapter.type() == 'spark' -%}
+    {{ exceptions.raise_compiler_error("Model '" ~ model.name ~ "': grants are set, but open-source Spark SQL has no "
+        ~ 'GRANT statement (they apply on Databricks, through dbt-databricks). Remove grants from this model.') }}
+  {%- endif -%}
+{% endmacro %}
+
+{% macro _ivm_apply_grants(target, existing, full) %}
+  {%- set grant_config = config.get('grants') -%}
+  {%- if grant_config -%}
+    {%- do apply_grants(target, grant_config, should_revoke(existing, full_refresh_mode=full)) -%}
+  {%- endif -%}
 {% endmacro %}
 
 {#- TBLPROPERTIES clause of a CREATE TABLE (empty without properties). -#}
