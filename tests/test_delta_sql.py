@@ -1,6 +1,7 @@
 """The Delta Lake path at the SQL level (no Delta jars needed): the statements the package
-generates for a Delta table and Delta upstreams, rendered by the real macros through
-`dbt run-operation` from hand-made refresh inputs, are snapshotted under
+generates for a Delta table and Delta upstreams, rendered by the real macros in the
+package's jinja runtime (python/dbt_ivm/macro_runtime.py: no dbt, no Spark; anything that
+would reach the warehouse raises) from hand-made refresh inputs, are snapshotted under
 tests/golden/delta/ (UPDATE_SNAPSHOTS=1 rewrites them), parse with sqlglot's Spark
 dialect, never delete with `DELETE ... IN (subquery)`, and match keys null-safely (<=>).
 Also: the Delta change-feed errors are classified, and each leads to the configured
@@ -8,7 +9,6 @@ behaviour (fail with an explanation, or rebuild with the reason)."""
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from pathlib import Path
@@ -16,13 +16,12 @@ from typing import Any
 
 import pytest
 import sqlglot
-from dbt_common.events.base_types import EventMsg
 from sqlglot import exp
 
-from tests.support import IvmProject
+from dbt_ivm.macro_runtime import Runtime
+from tests.manifests import MACROS
 
 GOLDEN = Path(__file__).parent / "golden" / "delta"
-MARK = "IVM_DELTA_SQL "
 
 # One macro renders every case: analyze the model SQL, build the refresh plan from the
 # case's hand-made change description, and return the statements of the Delta path.
@@ -209,23 +208,17 @@ DESCRIBED: dict[str, tuple[list[list[str]], dict[str, Any]]] = {
 
 
 @pytest.fixture(scope="module")
-def rendered(project_factory) -> dict[str, Any]:
-    project: IvmProject = project_factory("delta_sql")
-    project.write("macros/render_delta_cases.sql", RENDER_MACRO.read_text())
-    lines: list[str] = []
-
-    def capture(event: EventMsg) -> None:
-        if event.info.name == "JinjaLogInfo" and event.data.msg.startswith(MARK):
-            lines.append(event.data.msg[len(MARK) :])
-
-    args = {
-        "cases": CASES,
-        "error_texts": [*ERROR_TEXTS.values(), "some other failure"],
-        "describe_rows": {name: rows for name, (rows, _) in DESCRIBED.items()},
-    }
-    project.dbt.invoke("run-operation", "render_delta_cases", "--args", json.dumps(args), callbacks=[capture])
-    assert len(lines) == 1, "the macro logs its results once"
-    return json.loads(lines[0])
+def rendered() -> dict[str, Any]:
+    """The render macro's returned statements, called with the package's macros in the
+    jinja runtime (the macro is a sibling of theirs, as in a project's macros/)."""
+    sources = [path.read_text(encoding="utf-8") for path in sorted(MACROS.rglob("*.sql"))]
+    runtime = Runtime([*sources, RENDER_MACRO.read_text(encoding="utf-8")])
+    result: dict[str, Any] = runtime.macro("render_delta_cases")(
+        CASES,
+        [*ERROR_TEXTS.values(), "some other failure"],
+        {name: rows for name, (rows, _) in DESCRIBED.items()},
+    )
+    return result
 
 
 def golden_text(statements: list[list[str]]) -> str:

@@ -1,3 +1,5 @@
+{#- Called by tests/test_delta_sql.py in the package's jinja runtime (no dbt, no Spark): returns the
+    statements of every case, the change-feed error decisions and the feed statuses. -#}
 {% macro render_delta_cases(cases, error_texts, describe_rows) %}
   {%- set out = {} -%}
   {%- for case in cases -%}
@@ -94,5 +96,5 @@
   {%- for name, rows in describe_rows.items() -%}
     {%- do feeds.update({name: dbt_ivm._ivm_delta_change_feed_status(rows)}) -%}
   {%- endfor -%}
-  {{ log('IVM_DELTA_SQL ' ~ tojson({'cases': out, 'errors': errors, 'feeds': feeds}), info=true) }}
+  {{ return({'cases': out, 'errors': errors, 'feeds': feeds}) }}
 {% endmacro %}
