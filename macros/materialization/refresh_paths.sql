@@ -115,7 +115,9 @@
   {%- if existing.type != 'table' -%}{{ return('replacing a ' ~ existing.type) }}{%- endif -%}
   {%- if state.last_success is none -%}{{ return('no refresh recorded for this table') }}{%- endif -%}
   {%- if state.get('resume_full') -%}{{ return('the full build of refresh ' ~ state.resume_full ~ ' was interrupted: doing it again') }}{%- endif -%}
-  {%- if state.last_success.definition_hash != definition_hash -%}{{ return('model SQL, upstream declarations or table configs changed') }}{%- endif -%}
+  {%- if state.last_success.definition_hash != definition_hash -%}
+    {{ return('model SQL, upstream declarations or table configs changed') }}
+  {%- endif -%}
   {{ return(none) }}
 {% endmacro %}
 
