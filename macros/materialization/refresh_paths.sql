@@ -107,20 +107,6 @@
   {{ return(columns) }}
 {% endmacro %}
 
-{% macro _ivm_full_refresh_reason(existing, state, definition_hash) %}
-  {%- if should_full_refresh() -%}{{ return('--full-refresh requested') }}{%- endif -%}
-  {%- if existing is none -%}
-    {{ return('first build' if state.last_success is none else 'the table was dropped outside dbt_ivm after its last refresh') }}
-  {%- endif -%}
-  {%- if existing.type != 'table' -%}{{ return('replacing a ' ~ existing.type) }}{%- endif -%}
-  {%- if state.last_success is none -%}{{ return('no refresh recorded for this table') }}{%- endif -%}
-  {%- if state.get('resume_full') -%}{{ return('the full build of refresh ' ~ state.resume_full ~ ' was interrupted: doing it again') }}{%- endif -%}
-  {%- if state.last_success.definition_hash != definition_hash -%}
-    {{ return('model SQL, upstream declarations or table configs changed') }}
-  {%- endif -%}
-  {{ return(none) }}
-{% endmacro %}
-
 {% macro _ivm_seconds_since(started_at) %}
   {{ return(((modules.datetime.datetime.utcnow() - started_at).total_seconds() * 1000) | round / 1000) }}
 {% endmacro %}

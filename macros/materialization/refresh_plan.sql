@@ -1,0 +1,153 @@
+{#- The plan of a refresh: what the run does (no-op, full build, incremental refresh) and
+    why, decided in one place from the refresh log, the upstream versions and the model. -#}
+
+{#- What a refresh of a maintainable model works with: {plan (per upstream read: index, up,
+    columns), template, spec (aggregates; none for joins), definition_hash,
+    upstream_columns}. Records the row key and the upstream columns in entry. -#}
+{% macro _ivm_refresh_inputs(model, analysis, upstreams, settings, entry) %}
+  {%- set used = analysis.parsed.rels | map(attribute='upstream') | unique | sort -%}
+  {%- set plan = [] -%}
+  {%- set hidden = {} -%}
+  {%- for i in used -%}
+    {%- set up = upstreams[i] -%}
+    {%- do hidden.update({i: up.hidden}) -%}
+    {%- do plan.append({'index': i, 'up': up, 'columns': dbt_ivm._ivm_checked_columns(model, up)}) -%}
+  {%- endfor -%}
+  {#- the row key recorded on the table for ivm models that read it (none: its rows have no identity) -#}
+  {%- set row_key = [] -%}
+  {%- if analysis.shape == 'join_only' -%}
+    {%- set spec = none -%}
+    {%- set template = dbt_ivm._ivm_rewrite_template(analysis.parsed, hidden) -%}
+    {#- a join's row: one row of each upstream, identified by their keys (not by a watermark) -#}
+    {%- for p in plan -%}{%- for h in p.up.hidden -%}{%- do row_key.append(h.name) -%}{%- endfor -%}{%- endfor -%}
+    {%- if plan | rejectattr('up.kind', 'equalto', 'change_log') | list or plan | rejectattr('up.hidden') | list -%}
+      {%- set row_key = [] -%}
+    {%- endif -%}
+  {%- else -%}
+    {#- an aggregate's rows are its groups: no upstream row keys are carried -#}
+    {%- set no_hidden = {} -%}
+    {%- for i in used -%}{%- do no_hidden.update({i: []}) -%}{%- endfor -%}
+    {%- set spec = dbt_ivm._ivm_aggregate_spec(analysis.parsed, analysis.aggregation, no_hidden) -%}
+    {%- do spec.update({'refresh': analysis.refresh}) -%}
+    {%- set template = spec.full -%}
+    {%- if spec.kind == 'distinct' -%}
+      {%- set row_key = 'visible' -%}
+    {%- else -%}
+      {%- for g in spec.groups -%}{%- do row_key.append(g.name) -%}{%- endfor -%}
+    {%- endif -%}
+  {%- endif -%}
+  {%- set upstream_columns = {} -%}
+  {%- for p in plan -%}{%- do upstream_columns.update({p.up.name: dbt_ivm._ivm_columns_signature(p.columns)}) -%}{%- endfor -%}
+  {%- do entry.update({'row_key': row_key or none, 'columns': upstream_columns}) -%}
+  {%- set declarations = [] -%}
+  {%- for p in plan -%}{%- do declarations.append([p.up.name, p.up.kind, p.up.unique_key, p.up.watermark, p.up.change_log | string]) -%}{%- endfor -%}
+  {#- layout and comments do not change the definition: hash the significant tokens -#}
+  {%- set tk = analysis.parsed.tk -%}
+  {%- set words = [] -%}
+  {%- for i in tk.sig -%}{%- do words.append(tk.tokens[i].v) -%}{%- endfor -%}
+  {#- a changed table layout (partitions, format, properties, location) rebuilds the table -#}
+  {%- set layout = tojson(settings.partition_by) ~ (' delta' if settings.file_format == 'delta' else '') ~
+      (' ' ~ tojson(settings.tblproperties) if settings.tblproperties else '') ~
+      (' ' ~ settings.location_root if settings.location_root else '') -%}
+  {%- set definition_hash = local_md5(words | join(' ') ~ tojson(declarations) ~ layout) -%}
+  {{ return({'plan': plan, 'template': template, 'spec': spec, 'definition_hash': definition_hash,
+             'upstream_columns': upstream_columns}) }}
+{% endmacro %}
+
+{#- {path: 'no-op' | 'full' | 'incremental', reason (why full, or none), lease (none for a
+    no-op), state, versions_to}. A model that cannot be maintained (ivm_on_unsupported:
+    full_rebuild) is rebuilt; otherwise the reasons to rebuild in full, in order: --full-refresh,
+    first build, a dropped table, no state, an interrupted full build, a changed definition
+    (_ivm_full_refresh_reason); an ivm upstream's history; an aggregate to repair after an
+    interrupted refresh; a change feed that cannot be read; upstream columns that changed.
+    Whether a change is too large to apply is known only once its size is (see
+    _ivm_refresh_incremental). -#}
+{% macro _ivm_plan_refresh(model, target, existing, analysis, inputs, settings, entry) %}
+  {%- if inputs is none -%}
+    {%- set lease = dbt_ivm.ivm_acquire_lease(model, target, entry.refresh_id, settings) -%}
+    {%- set codes = analysis.issues | map(attribute='code') | unique | join(', ') -%}
+    {%- do entry.update({'table_version': dbt_ivm._ivm_table_stamp(entry.started_at, none)}) -%}
+    {{ log('dbt_ivm: ' ~ model.name ~ ' cannot be maintained incrementally (' ~ codes ~
+        '): rebuilding it in full as ivm_on_unsupported=full_rebuild asks', info=true) }}
+    {{ return({'path': 'full', 'reason': 'not maintainable (' ~ codes ~ '); ivm_on_unsupported=full_rebuild',
+               'lease': lease, 'state': none, 'versions_to': none}) }}
+  {%- endif -%}
+  {%- set plan = inputs.plan -%}
+  {#- one refresh of a table at a time: the table is written under the lease. The newest lease
+      generation is read before the state, so that taking the next one proves the state current -#}
+  {%- set lease_top = dbt_ivm._ivm_lease_top(dbt_ivm._ivm_lease_prefix(target.schema, target.identifier)) -%}
+  {%- set position = dbt_ivm._ivm_read_position(model, existing, plan, inputs.definition_hash,
+      inputs.upstream_columns, analysis.parsed.tk, entry) -%}
+  {%- if position.unchanged -%}
+    {#- nothing to do, and nothing that changes the state to log: no lease needed -#}
+    {{ return({'path': 'no-op', 'reason': none, 'lease': none, 'state': position.state, 'versions_to': position.versions_to}) }}
+  {%- endif -%}
+  {%- set lease = dbt_ivm.ivm_acquire_lease(model, target, entry.refresh_id, settings, lease_top) -%}
+  {%- if not lease.fresh -%}
+    {#- another refresh ran while this one waited: read the state it left -#}
+    {%- set position = dbt_ivm._ivm_read_position(model, existing, plan, inputs.definition_hash,
+        inputs.upstream_columns, analysis.parsed.tk, entry) -%}
+  {%- endif -%}
+  {#- upstream versions are fixed from here: changes committed later wait for the next run -#}
+  {%- set state, versions_to = position.state, position.versions_to -%}
+  {%- set reason = position.full_reason or position.upstream_reason -%}
+  {%- set aggregate_to_repair = inputs.spec is not none and state.repair -%}
+  {%- if not reason and aggregate_to_repair -%}
+    {%- set reason = state.repair ~ ': rebuilding, as aggregate states cannot be re-applied by key' -%}
+  {%- endif -%}
+  {%- if not reason -%}
+    {%- set reason = dbt_ivm._ivm_check_change_feeds(model, plan, state, versions_to, settings) -%}
+  {%- endif -%}
+  {%- set reason = reason or position.drift_reason -%}
+  {{ return({'path': 'full' if reason else 'incremental', 'reason': reason or none, 'lease': lease, 'state': state,
+             'versions_to': versions_to}) }}
+{% endmacro %}
+
+{#- The state of a refresh from the refresh log and the upstream versions it reads up to:
+    {state, versions_to, full_reason (why rebuild, or none), upstream_reason (an ivm
+    upstream's history forces a rebuild, or none), drift_reason (the upstream columns
+    changed since the last refresh, or none), unchanged (nothing changed since the last
+    successful refresh: a no-op)}. Updates entry (table_version, versions_to,
+    definition_hash, watch). Reads only: it runs again when the lease was not taken at once. -#}
+{% macro _ivm_read_position(model, existing, plan, definition_hash, upstream_columns, tokens, entry) %}
+  {%- set state = dbt_ivm.ivm_read_state(model.unique_id) -%}
+  {%- set interrupted = state.get('interrupted') is not none -%}
+  {%- if config.get('file_format') == 'delta' and existing is not none and interrupted -%}
+    {%- set exact = not dbt_ivm._ivm_read_ahead_upstreams(plan | map(attribute='up') | list) -%}
+    {%- set state = dbt_ivm._ivm_delta_resolve_interrupted(existing, state, exact) -%}
+  {%- endif -%}
+  {%- do entry.update({'table_version': dbt_ivm._ivm_table_stamp(entry.started_at, state)}) -%}
+  {#- ivm upstreams stored as parquet: their refresh history since the stored version is read with the versions -#}
+  {%- for p in plan if p.up.get('feed') == 'ivm' -%}
+    {%- do p.up.update({'after': state.last_success.versions.get(p.up.name) if state.last_success else none, 'history': none}) -%}
+  {%- endfor -%}
+  {%- set versions_to = dbt_ivm.ivm_current_versions(plan | map(attribute='up') | list) -%}
+  {%- do entry.update({'versions_to': versions_to, 'definition_hash': definition_hash, 'watch': plan | map(attribute='up') | list}) -%}
+  {%- set full_reason = dbt_ivm._ivm_full_refresh_reason(existing, state, definition_hash) -%}
+  {%- do dbt_ivm._ivm_check_versions(model.name, plan, none if full_reason else state.last_success.versions, versions_to) -%}
+  {%- set position = {'state': state, 'versions_to': versions_to, 'full_reason': full_reason, 'unchanged': false,
+                      'upstream_reason': none, 'drift_reason': none} -%}
+  {%- if not full_reason -%}
+    {%- do position.update({'upstream_reason': dbt_ivm._ivm_upstream_rebuild_reason(plan, versions_to),
+        'drift_reason': dbt_ivm._ivm_schema_drift_reason(model.name, tokens, state.last_success.get('columns') or {}, upstream_columns)}) -%}
+    {%- set moved = [] -%}
+    {%- for p in plan if versions_to[p.up.name] != state.last_success.versions.get(p.up.name) -%}{%- do moved.append(p.up.name) -%}{%- endfor -%}
+    {%- do position.update({'unchanged': not moved and state.repair is none and not interrupted
+                                         and position.upstream_reason is none and position.drift_reason is none}) -%}
+  {%- endif -%}
+  {{ return(position) }}
+{% endmacro %}
+
+{% macro _ivm_full_refresh_reason(existing, state, definition_hash) %}
+  {%- if should_full_refresh() -%}{{ return('--full-refresh requested') }}{%- endif -%}
+  {%- if existing is none -%}
+    {{ return('first build' if state.last_success is none else 'the table was dropped outside dbt_ivm after its last refresh') }}
+  {%- endif -%}
+  {%- if existing.type != 'table' -%}{{ return('replacing a ' ~ existing.type) }}{%- endif -%}
+  {%- if state.last_success is none -%}{{ return('no refresh recorded for this table') }}{%- endif -%}
+  {%- if state.get('resume_full') -%}{{ return('the full build of refresh ' ~ state.resume_full ~ ' was interrupted: doing it again') }}{%- endif -%}
+  {%- if state.last_success.definition_hash != definition_hash -%}
+    {{ return('model SQL, upstream declarations or table configs changed') }}
+  {%- endif -%}
+  {{ return(none) }}
+{% endmacro %}
