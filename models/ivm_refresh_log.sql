@@ -1,5 +1,5 @@
 {#- One row per refresh of every ivm model: the latest event of each refresh_id. -#}
-{{ config(materialized='view') }}
+{{ config(materialized='view', enabled=var('dbt_ivm_refresh_log_view', true)) }}
 {%- set log = dbt_ivm.ivm_refresh_log_relation() -%}
 {#- the on-run-start hook creates the log only in projects with ivm models; this view needs it always -#}
 {%- if execute -%}{%- do dbt_ivm.ivm_ensure_refresh_log() -%}{%- endif -%}

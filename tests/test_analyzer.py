@@ -1,10 +1,12 @@
 """The analysis macros (macros/analysis, the only implementation of the rules) on the SQL
-corpus, run by the macro runtime: no Spark, no dbt, milliseconds per case. What the Jinja
-parser reads is checked against an independent parser in tests/test_sqlglot_oracle.py.
+corpus (tests/corpus/sql_cases.yml), run by the macro runtime: no Spark, no dbt,
+milliseconds per case. Each case states the shape, the restriction codes, where each issue
+is reported (positions) and the refresh methods the macros must give.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -45,117 +47,67 @@ def expected_refresh(case: dict[str, Any]) -> Refresh | None:
 
 # -- corpus -----------------------------------------------------------------------------------
 
+Position = list[Any]  # [code, line, column]; line and column are None for the whole model
+
+
+def position_order(position: Position) -> tuple[int, int, str]:
+    """Text order: issues of the whole model first, then by line, column and code."""
+    code, line, column = position
+    return (line or 0, column or 0, code)
+
+
+def positions(result: Analysis) -> list[Position]:
+    return sorted(([i.code, i.line, i.column] for i in result.issues), key=position_order)
+
 
 @pytest.mark.parametrize("case", CASES, ids=[case["name"] for case in CASES])
 def test_corpus_case(case: dict[str, Any]) -> None:
     result = analyze_sql(case["sql"], case.get("upstreams"), case.get("problems"))
     assert (result.shape, list(result.codes)) == (case["shape"], case["codes"]), result.issues
     assert result.refresh == expected_refresh(case)
+    if "positions" in case:
+        assert positions(result) == case["positions"], result.issues
 
 
 def test_corpus_is_complete() -> None:
     names = [case["name"] for case in CASES]
-    assert len(CASES) >= 45
+    assert len(CASES) >= 160
     assert len(set(names)) == len(names)
     assert all(case["codes"] == sorted(set(case["codes"])) for case in CASES)
     # a refresh is stated exactly for the maintainable cases
     assert [c["name"] for c in CASES if ("refresh" in c) == bool(c["codes"])] == []
+    # positions: only with codes, one per issue (so every code of the case), in text order
+    located = [c for c in CASES if "positions" in c]
+    assert len(located) >= 40
+    assert [
+        c["name"]
+        for c in located
+        if not c["codes"]
+        or sorted({p[0] for p in c["positions"]}) != c["codes"]
+        or c["positions"] != sorted(c["positions"], key=position_order)
+        or any(len(p) != 3 or (p[1] is None) != (p[2] is None) for p in c["positions"])
+    ] == []
     aggregates = [c for c in CASES if c["shape"].startswith("aggregate")]
     assert len(aggregates) >= 30
-    assert {(r["inserts"], r["any"]) for c in aggregates if (r := c.get("refresh"))} == {
+    refreshes = Counter((r["inserts"], r["any"]) for c in CASES if (r := c.get("refresh")))
+    assert set(refreshes) == {
+        ("append", "rewrite"),
         ("merge", "merge"),
         ("merge", "recompute"),
         ("recompute", "recompute"),
     }
+    assert min(refreshes.values()) >= 3
+    # append/rewrite is the join-only path, the others the aggregate and DISTINCT paths
+    aggregate_refreshes = {(r["inserts"], r["any"]) for c in aggregates if (r := c.get("refresh"))}
+    assert aggregate_refreshes == set(refreshes) - {("append", "rewrite")}
     # IVM016 and IVM017 are checked on the output columns Spark reports, at a full build (test_errors)
     catalog = package_runtime().macro("ivm_restriction_catalog")()
-    assert {code for case in CASES for code in case["codes"]} == set(catalog) - {"IVM016", "IVM017"}
-    assert {case["shape"] for case in CASES} == {
-        "join_only",
-        "aggregate",
-        "aggregate_over_joins",
-        "distinct",
-        "unknown",
-    }
-
-
-# -- positions ------------------------------------------------------------------------------
-
-# (sql, code, line, column of the first issue with that code)
-POSITIONS = [
-    (
-        "select o.id\nfrom analytics.orders o\n  left outer join analytics.customers c on o.id = c.id",
-        "IVM020",
-        3,
-        3,
-    ),
-    ("select o.id from analytics.orders o ,analytics.order_lines l", "IVM021", 1, 37),
-    (
-        "select o.id from analytics.orders o join analytics.order_lines l on o.amount > l.price",
-        "IVM021",
-        1,
-        37,
-    ),
-    ("select o.id\nfrom analytics.orders o\njoin raw.lookup k on o.kind = k.kind", "IVM002", 3, 6),
-    ("select o.id, rand() as r,\n  current_date as d\nfrom analytics.orders o", "IVM010", 1, 14),
-    ("select o.id,\n  current_date as d\nfrom analytics.orders o", "IVM010", 2, 3),
-    ("select o.id, rank() over (order by o.id) as r from analytics.orders o", "IVM011", 1, 21),
-    ("select o.id from analytics.orders o\nwhere o.id > 0\norder by 1\nlimit 5", "IVM012", 3, 1),
-    ("select id from analytics.orders\nunion all\nselect id from analytics.order_lines", "IVM013", 2, 1),
-    (
-        "select o.id from analytics.orders o\nwhere o.id in (select order_id from analytics.order_lines)",
-        "IVM014",
-        2,
-        15,
-    ),
-    (
-        "select o.id from analytics.orders o left semi join analytics.order_lines l on l.order_id = o.id",
-        "IVM014",
-        1,
-        37,
-    ),
-    ("select o.id, t.tag from analytics.orders o\nlateral view explode(o.tags) t as tag", "IVM015", 2, 1),
-    ("select o.id from analytics.orders o\njoin analytics.orders p on o.parent_id = p.id", "IVM022", 2, 6),
-    (
-        "with t as (\n  select customer_id, count(*) as n from analytics.orders\n  group by customer_id\n)\n"
-        "select * from t",
-        "IVM040",
-        3,
-        3,
-    ),
-    ("with d as (\n  select distinct customer_id from analytics.orders\n)\nselect * from d", "IVM040", 2, 10),
-    ("with m as (select id,\n max(amount) as a from analytics.orders)\nselect * from m", "IVM040", 2, 2),
-    ("select o.status,\n  o.*, count(*) as n\nfrom analytics.orders o\ngroup by o.status", "IVM041", 2, 3),
-    (
-        "select o.status,\n  upper(o.status) || count(*) as n\nfrom analytics.orders o group by 1",
-        "IVM042",
-        2,
-        3,
-    ),
-    ("select distinct o.status, count(*) as n\nfrom analytics.orders o group by 1", "IVM043", 1, 8),
-    ("select o.status, count(*) as n\nfrom analytics.orders o\ngroup by all", "IVM044", 3, 10),
-    (
-        "select o.a, o.b, count(*) as n\nfrom analytics.orders o\ngroup by o.a, o.b with rollup",
-        "IVM044",
-        3,
-        19,
-    ),
-    ("select o.a, count(*) as n\nfrom analytics.orders o\ngroup by grouping sets ((o.a))", "IVM044", 3, 10),
-    (
-        "select count(*) as n,\n  collect_list(o.id) as ids\nfrom analytics.orders o\nhaving n > 1",
-        "IVM045",
-        2,
-        3,
-    ),
-    ("select count(*) as n\nfrom analytics.orders o\nhaving count(*) > 1", "IVM045", 3, 1),
-    ("with c as (select 1 as one)\nselect one from c", "IVM050", 1, 12),
-]
-
-
-@pytest.mark.parametrize(("sql", "code", "line", "column"), POSITIONS)
-def test_position(sql: str, code: str, line: int, column: int) -> None:
-    issue = next(i for i in analyze_sql(sql).issues if i.code == code)
-    assert (issue.line, issue.column) == (line, column), issue
+    codes = Counter(code for case in CASES for code in case["codes"])
+    assert set(codes) == set(catalog) - {"IVM016", "IVM017"}
+    assert {code: n for code, n in codes.items() if n < 2} == {}
+    shapes = Counter(case["shape"] for case in CASES)
+    assert set(shapes) == {"join_only", "aggregate", "aggregate_over_joins", "distinct", "unknown"}
+    assert min(shapes.values()) >= 5
 
 
 def test_upstream_problem_is_reported_once_at_its_first_read() -> None:

@@ -5,6 +5,7 @@ of them rebuilds; the configs an ivm table cannot honour are rejected (tests/tes
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -75,11 +76,38 @@ def test_table_configs_honoured(file_format: str, project_factory, request, tmp_
             Op("update", {"order_id": 1, "customer_id": 1, "amount": 7.0}),
         ]
     )
-    project.run("-s", name)
-    assert project.last_refresh(name)["path"] != "full"
+    progress: list[str] = []
+
+    def listen(msg: Any) -> None:
+        if msg.info.name == "JinjaLogInfo" and msg.info.msg.startswith(f"dbt_ivm: {name}: "):
+            progress.append(msg.info.msg)
+
+    project.dbt.invoke("run", "-s", name, callbacks=[listen])
+    assert project.last_refresh(name)["path"] == "incremental"
+    # a progress line per phase, with its rows and seconds
+    phases = [
+        f"dbt_ivm: {name}: read 2 changed rows of 1 upstream(s) in ",
+        f"dbt_ivm: {name}: computed the change (",
+        f"dbt_ivm: {name}: applied -1 +2 rows in ",
+    ]
+    for phase in phases:
+        assert [line for line in progress if line.startswith(phase) and line.endswith(" s")], (
+            phase,
+            progress,
+        )
     check("finance")
     # a changed property rebuilds the table with it
     project.write(f"models/{name}.sql", model_sql(file_format, tmp_path / "root", "sales"))
     project.run("-s", name)
     assert project.last_refresh(name)["reason"] == "model SQL, upstream declarations or table configs changed"
     check("sales")
+
+
+def test_refresh_log_view_can_be_left_out(project_factory) -> None:
+    project: IvmProject = project_factory("no_log_view")
+    project.run("--vars", "{dbt_ivm_refresh_log_view: false}")
+    tables = {r.tableName for r in project.spark.sql(f"show tables in {project.schema}").collect()}
+    assert "ivm_refresh_log" not in tables and "__ivm_refresh_log" not in tables, tables
+    project.run()
+    tables = {r.tableName for r in project.spark.sql(f"show tables in {project.schema}").collect()}
+    assert {"ivm_refresh_log", "__ivm_refresh_log"} <= tables, tables

@@ -10,6 +10,10 @@
         'what': 'relation that is not a ref() or source() of this model',
         'why': 'changes of a relation that is not declared as an upstream are never read',
         'fix': 'read every upstream through ref() or source() so its changes can be tracked'},
+    'IVM003': {
+        'what': 'CTE that the query never reads',
+        'why': 'the upstreams it reads would be tracked, and their changes applied to rows the query never made from them',
+        'fix': 'remove the CTE from the model'},
     'IVM010': {
         'what': 'non-deterministic function',
         'why': 'rows that did not change keep the old value, so the table drifts from its definition',

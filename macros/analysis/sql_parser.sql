@@ -2,8 +2,8 @@
     It finds the query blocks (main query, CTEs, derived tables), their select lists and
     FROM items, and records every construct that the restriction catalog names
     (see ivm_restriction_catalog). Anything it does not understand is reported as IVM001,
-    never guessed. The Python analyzer (python/dbt_ivm/analysis) applies the same rules
-    with sqlglot; tests/corpus keeps the two in agreement. -#}
+    never guessed. The only implementation of these rules: `dbt-ivm explain` runs these
+    macros too; tests/test_analyzer.py checks them on the SQL corpus. -#}
 
 {% macro _ivm_clause_keywords() %}
   {{ return(['from', 'where', 'group', 'having', 'order', 'limit', 'window', 'qualify', 'sort', 'cluster', 'distribute', 'union',
@@ -16,7 +16,7 @@
 
 {% macro _ivm_nondeterministic_functions() %}
   {{ return(['rand', 'random', 'randn', 'uuid', 'shuffle', 'now', 'current_timestamp', 'current_date', 'localtimestamp',
-      'current_timezone', 'unix_timestamp', 'monotonically_increasing_id', 'spark_partition_id', 'input_file_name',
+      'curdate', 'current_time', 'current_timezone', 'unix_timestamp', 'monotonically_increasing_id', 'spark_partition_id', 'input_file_name',
           'input_file_block_start', 'input_file_block_length', 'randstr', 'uniform', 'try_reflect', 'reflect', 'java_method']) }}
 {% endmacro %}
 
@@ -66,6 +66,10 @@
   {%- for job in queue -%}
     {%- do dbt_ivm._ivm_parse_block(ctx, job, queue) -%}
   {%- endfor -%}
+  {#- an unread CTE's upstreams would be tracked, and their changes applied to rows they never made -#}
+  {%- for name, p in ctx.ctes.items() if name not in ctx.cte_reads -%}
+    {%- do dbt_ivm._ivm_add_issue(ctx, 'IVM003', tk, p, 'CTE ' ~ name ~ ' never read') -%}
+  {%- endfor -%}
   {#- a CTE read twice joins the upstreams it reads with themselves -#}
   {%- for name, reads in ctx.cte_reads.items() if ctx.rels -%}
     {%- for p in reads[1:] -%}{%- do dbt_ivm._ivm_add_issue(ctx, 'IVM022', tk, p, 'CTE ' ~ name ~ ' read twice') -%}{%- endfor -%}
@@ -107,7 +111,7 @@
       {%- set q = c.p + 2 if toks[sig[c.p + 1]].w == 'as' else c.p + 1 -%}
       {%- if toks[sig[q]].v != '(' -%}{%- set c.ok = false -%}{%- break -%}{%- endif -%}
       {%- set m = dbt_ivm._ivm_match_paren(tk, q) -%}
-      {%- do ctx.ctes.update({cte_name: none}) -%}
+      {%- do ctx.ctes.update({cte_name: c.p}) -%}
       {%- do queue.append({'kind': 'cte', 'name': cte_name, 's': q + 1, 'e': m}) -%}
       {%- set c.p = m + 1 -%}
       {%- if c.p < ns.e and toks[sig[c.p]].v == ',' -%}{%- set c.p = c.p + 1 -%}{%- else -%}{%- break -%}{%- endif -%}
@@ -412,8 +416,10 @@
     {%- set next = toks[sig[p + 1]] if p + 1 < n else {'v': '', 'l': ''} -%}
     {%- set prev = toks[sig[p - 1]].v if p > 0 else '' -%}
     {%- if t.k == 'word' and prev != '.' -%}
-      {%- set called = next.v == '(' or t.w in ('current_timestamp', 'current_date', 'localtimestamp') -%}
-      {%- if t.l in dbt_ivm._ivm_nondeterministic_functions() and called -%}
+      {%- set called = next.v == '(' or t.w in ('current_timestamp', 'current_date', 'current_time', 'localtimestamp') -%}
+      {#- unix_timestamp(x) converts x; only unix_timestamp() reads the clock -#}
+      {%- set converts = t.l == 'unix_timestamp' and p + 2 < n and toks[sig[p + 2]].v != ')' -%}
+      {%- if t.l in dbt_ivm._ivm_nondeterministic_functions() and called and not converts -%}
         {%- do dbt_ivm._ivm_add_issue(ctx, 'IVM010', tk, p, t.l ~ '()') -%}
       {%- elif next.v == '(' and t.l in dbt_ivm._ivm_generator_functions() -%}
         {%- do dbt_ivm._ivm_add_issue(ctx, 'IVM015', tk, p, t.l ~ '()') -%}

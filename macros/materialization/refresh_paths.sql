@@ -121,6 +121,7 @@
     {%- do entry.update({'table_version': dbt_ivm._ivm_delta_table_version(existing) if existing_is_delta else -1}) -%}
   {%- endif -%}
   {%- do dbt_ivm.ivm_log_refresh(model, target, entry) -%}
+  {{ log('dbt_ivm: ' ~ model.name ~ ': building in full (' ~ entry.reason ~ ')', info=true) }}
   {%- set definition_view = dbt_ivm._ivm_definition_view(target) -%}
   {%- do run_query('create or replace view ' ~ definition_view ~ ' as ' ~ definition.sql) -%}
   {%- set row_key = definition.columns if entry.get('row_key') == 'visible' else entry.get('row_key') -%}
@@ -303,7 +304,8 @@
     {%- endfor -%}
   {%- endif -%}
   {%- do entry.update({'versions_from': versions_from, 'change_rows': change_rows}) -%}
-  {%- do dbt_ivm._ivm_lap(phases, 'changes', clock) -%}
+  {%- do dbt_ivm._ivm_lap(phases, 'changes', clock, model.name ~ ': read ' ~ nv.rows ~ ' changed rows of ' ~
+      changed | length ~ ' upstream(s)') -%}
 
   {%- if settings.rebuild_above and nv.rows > 0 and nv.rows > settings.rebuild_above * nv.base -%}
     {%- do dbt_ivm._ivm_drop_temp_views(temp_views) -%}
@@ -348,7 +350,7 @@
   {%- endfor -%}
   {%- do entry.update({'message': steps | sort | join('; ')}) -%}
   {%- set reason = ((state.repair ~ ', re-applying by key; ') if state.repair else '') ~ stage.reason -%}
-  {%- do dbt_ivm._ivm_lap(phases, 'delta', clock) -%}
+  {%- do dbt_ivm._ivm_lap(phases, 'delta', clock, model.name ~ ': computed the change (' ~ stage.reason ~ ')') -%}
   {%- do entry.update({'status': 'started', 'path': 'incremental', 'reason': reason, 'changes_logged': settings.get('change_log') is not none}) -%}
   {%- if settings.get('file_format') == 'delta' -%}
     {#- an incremental refresh of a delta model: its table is Delta (the definition hash
@@ -377,7 +379,7 @@
     {%- do dbt_ivm.ivm_apply_rewrite(target, columns, stage.insert_view, stage.predicates) -%}
   {%- endif -%}
   {%- do dbt_ivm._ivm_drop_temp_views(temp_views) -%}
-  {%- do dbt_ivm._ivm_lap(phases, 'apply', clock) -%}
+  {%- do dbt_ivm._ivm_lap(phases, 'apply', clock, model.name ~ ': applied -' ~ rows_deleted ~ ' +' ~ stage.rows_inserted ~ ' rows') -%}
   {%- set advanced = dbt_ivm._ivm_logs_advanced(plan | map(attribute='up') | list, entry.versions_to) if stage.reads_upstreams else false -%}
   {%- do dbt_ivm._ivm_lap(phases, 'bookkeeping', clock) -%}
   {%- do entry.update({'status': 'success', 'rows_inserted': stage.rows_inserted, 'rows_deleted': rows_deleted,
@@ -389,11 +391,14 @@
   {{ return(none) }}
 {% endmacro %}
 
-{#- Add the seconds since clock.t to phases[name] and restart the clock. -#}
-{% macro _ivm_lap(phases, name, clock) %}
+{#- Add the seconds since clock.t to phases[name] and restart the clock; with a message, log
+    the phase's progress line (a long refresh is never silent between dbt's START and OK). -#}
+{% macro _ivm_lap(phases, name, clock, message=none) %}
   {%- set now = modules.datetime.datetime.utcnow() -%}
-  {%- do phases.update({name: ((phases.get(name, 0) + (now - clock.t).total_seconds()) * 1000) | round / 1000}) -%}
+  {%- set seconds = ((now - clock.t).total_seconds() * 1000) | round / 1000 -%}
+  {%- do phases.update({name: ((phases.get(name, 0) + seconds) * 1000) | round / 1000}) -%}
   {%- set clock.t = now -%}
+  {%- if message -%}{{ log('dbt_ivm: ' ~ message ~ ' in ' ~ seconds ~ ' s', info=true) }}{%- endif -%}
 {% endmacro %}
 
 {#- Join-only view: DEL the changed slices by key, INS the query on the new slices.
