@@ -9,11 +9,11 @@
       recompute (any other, or DISTINCT inside): the affected groups are recomputed. -#}
 {% macro _ivm_aggregate_call(tk, name, p) %}
   {%- set toks = tk.tokens -%}
-  {%- set sig = tk.sig -%}
+  {%- set sig = tk.significant -%}
   {%- set close = dbt_ivm._ivm_match_paren(tk, p + 1) -%}
-  {%- set has_distinct = close > p + 2 and toks[sig[p + 2]].w == 'distinct' -%}
+  {%- set has_distinct = close > p + 2 and toks[sig[p + 2]].word == 'distinct' -%}
   {%- set ns = namespace(end=close + 1, filter=none) -%}
-  {%- if close + 2 < sig | length and toks[sig[close + 1]].w == 'filter' and toks[sig[close + 2]].v == '(' -%}
+  {%- if close + 2 < sig | length and toks[sig[close + 1]].word == 'filter' and toks[sig[close + 2]].text == '(' -%}
     {%- set ns.filter = [close + 1, dbt_ivm._ivm_match_paren(tk, close + 2) + 1] -%}
     {%- set ns.end = ns.filter[1] -%}
   {%- endif -%}
@@ -46,7 +46,7 @@
 {% macro _ivm_aggregate_rules(parsed) %}
   {%- set tk = parsed.tk -%}
   {%- set toks = tk.tokens -%}
-  {%- set sig = tk.sig -%}
+  {%- set sig = tk.significant -%}
   {%- set info = {'kind': none, 'calls': [], 'group_exprs': [], 'having': false, 'refresh': none} -%}
   {%- set main = parsed.blocks[0] if parsed.blocks else none -%}
   {%- set by_block = {} -%}
@@ -123,21 +123,21 @@
 {% macro _ivm_group_expressions(parsed, main, info) %}
   {%- set tk = parsed.tk -%}
   {%- set toks = tk.tokens -%}
-  {%- set sig = tk.sig -%}
+  {%- set sig = tk.significant -%}
   {%- set gs = main.group_range[0] -%}
   {%- set ge = main.group_range[1] -%}
-  {%- if gs < ge and toks[sig[gs]].w == 'all' -%}
+  {%- if gs < ge and toks[sig[gs]].word == 'all' -%}
     {%- do dbt_ivm._ivm_add_issue(parsed, 'IVM044', tk, gs, 'GROUP BY ALL') -%}{{ return(none) }}
   {%- endif -%}
-  {%- for p in range(gs, ge) if toks[sig[p]].d == main.base and toks[sig[p]].w in ('rollup', 'cube', 'grouping', 'with') -%}
-    {%- do dbt_ivm._ivm_add_issue(parsed, 'IVM044', tk, p, toks[sig[p]].v | upper) -%}{{ return(none) }}
+  {%- for p in range(gs, ge) if toks[sig[p]].depth == main.base and toks[sig[p]].word in ('rollup', 'cube', 'grouping', 'with') -%}
+    {%- do dbt_ivm._ivm_add_issue(parsed, 'IVM044', tk, p, toks[sig[p]].text | upper) -%}{{ return(none) }}
   {%- endfor -%}
   {%- set cur = namespace(s=gs) -%}
   {%- for p in range(gs, ge + 1) -%}
-    {%- if p == ge or (toks[sig[p]].v == ',' and toks[sig[p]].d == main.base) -%}
+    {%- if p == ge or (toks[sig[p]].text == ',' and toks[sig[p]].depth == main.base) -%}
       {%- set t = toks[sig[cur.s]] -%}
-      {%- if p - cur.s == 1 and t.k == 'num' and t.v.isdigit() and t.v | int >= 1 and t.v | int <= main['items'] | length -%}
-        {%- set item = main['items'][t.v | int - 1] -%}
+      {%- if p - cur.s == 1 and t.kind == 'num' and t.text.isdigit() and t.text | int >= 1 and t.text | int <= main['items'] | length -%}
+        {%- set item = main['items'][t.text | int - 1] -%}
         {%- do info.group_exprs.append([item.s, item.xe]) -%}
       {%- else -%}
         {%- do info.group_exprs.append([cur.s, p]) -%}
@@ -150,13 +150,13 @@
 {#- True when [s, e) references a column outside the given aggregate calls. -#}
 {% macro _ivm_column_outside_calls(parsed, s, e, calls) %}
   {%- set toks = parsed.tk.tokens -%}
-  {%- set sig = parsed.tk.sig -%}
+  {%- set sig = parsed.tk.significant -%}
   {%- set skip = {} -%}
   {%- for c in calls -%}{%- for p in range(c.pos, c.end) -%}{%- do skip.update({p: true}) -%}{%- endfor -%}{%- endfor -%}
   {%- for p in range(s, e) if p not in skip -%}
     {%- set t = toks[sig[p]] -%}
-    {%- set next = toks[sig[p + 1]].v if p + 1 < sig | length else '' -%}
-    {%- if t.k == 'qid' or (t.k == 'word' and t.l not in dbt_ivm._ivm_non_column_words() and next != '(') -%}
+    {%- set next = toks[sig[p + 1]].text if p + 1 < sig | length else '' -%}
+    {%- if t.kind == 'qid' or (t.kind == 'word' and t.lower not in dbt_ivm._ivm_non_column_words() and next != '(') -%}
       {{ return(true) }}
     {%- endif -%}
   {%- endfor -%}

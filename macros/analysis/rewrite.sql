@@ -11,7 +11,7 @@
 {% macro _ivm_rewrite_template(parsed, hidden, edits=[], append='') %}
   {%- set tk = parsed.tk -%}
   {%- set toks = tk.tokens -%}
-  {%- set sig = tk.sig -%}
+  {%- set sig = tk.significant -%}
   {%- set provides = {} -%}
   {%- set by_name = {} -%}
   {%- for b in parsed.blocks -%}{%- do by_name.update({b.name: b}) -%}{%- endfor -%}
@@ -75,8 +75,8 @@
     {%- if i <= ns.skip_to -%}
     {%- elif i in replace -%}
       {%- do out.append(replace[i].text) -%}{%- set ns.skip_to = replace[i].end -%}
-    {%- elif toks[i].v != ';' -%}
-      {%- do out.append(toks[i].v) -%}
+    {%- elif toks[i].text != ';' -%}
+      {%- do out.append(toks[i].text) -%}
     {%- endif -%}
   {%- endfor -%}
   {{ return(out | join('')) }}
@@ -85,7 +85,7 @@
 {#- The text of sig range [s, e) with upstream qualifiers rewritten as in the template,
     and further replacements subs {sig position: {'end': sig position (exclusive), 'text'}}. -#}
 {% macro _ivm_range_text(parsed, s, e, subs={}) %}
-  {%- set sig = parsed.tk.sig -%}
+  {%- set sig = parsed.tk.significant -%}
   {%- if s >= e -%}{{ return('') }}{%- endif -%}
   {%- set replace = {} -%}
   {%- for q in parsed.qualifiers if q.s >= s and q.e <= e -%}
@@ -158,9 +158,9 @@
       {{ exceptions.raise_compiler_error("Model '" ~ model.name ~ "': the select item `" ~ dbt_ivm._ivm_range_text(parsed, item.s, item.e)
           ~ "` between two `*` items needs an alias (`... as name`): its name cannot be told from the columns the stars bring.") }}
     {%- endif -%}
-    {%- do aliases.update({parsed.tk.sig[item.e - 1]: ' as ' ~ dbt_ivm._ivm_quote(name)}) -%}
+    {%- do aliases.update({parsed.tk.significant[item.e - 1]: ' as ' ~ dbt_ivm._ivm_quote(name)}) -%}
   {%- endfor -%}
   {%- set out = [] -%}
-  {%- for t in parsed.tk.tokens -%}{%- do out.append(t.v ~ aliases.get(loop.index0, '')) -%}{%- endfor -%}
+  {%- for t in parsed.tk.tokens -%}{%- do out.append(t.text ~ aliases.get(loop.index0, '')) -%}{%- endfor -%}
   {{ return({'sql': out | join(''), 'columns': names}) }}
 {% endmacro %}

@@ -56,9 +56,9 @@
     {%- do dbt_ivm._ivm_add_issue(ctx, 'IVM001', tk, none, 'unbalanced parentheses') -%}
     {{ return(ctx) }}
   {%- endif -%}
-  {%- set n = tk.sig | length -%}
-  {%- set last = n - 1 if n > 0 and tk.tokens[tk.sig[n - 1]].v == ';' else n -%}
-  {%- for p in range(last) if tk.tokens[tk.sig[p]].v == ';' -%}
+  {%- set n = tk.significant | length -%}
+  {%- set last = n - 1 if n > 0 and tk.tokens[tk.significant[n - 1]].text == ';' else n -%}
+  {%- for p in range(last) if tk.tokens[tk.significant[p]].text == ';' -%}
     {%- do dbt_ivm._ivm_add_issue(ctx, 'IVM001', tk, p, 'more than one statement') -%}
     {{ return(ctx) }}
   {%- endfor -%}
@@ -82,11 +82,11 @@
 {% macro _ivm_parse_block(ctx, job, queue) %}
   {%- set tk = ctx.tk -%}
   {%- set toks = tk.tokens -%}
-  {%- set sig = tk.sig -%}
+  {%- set sig = tk.significant -%}
   {%- set ns = namespace(s=job.s, e=job.e) -%}
   {#- unwrap redundant parentheses around the whole block -#}
   {%- for _ in range(20) -%}
-    {%- if ns.e - ns.s >= 2 and toks[sig[ns.s]].v == '(' and dbt_ivm._ivm_match_paren(tk, ns.s) == ns.e - 1 -%}
+    {%- if ns.e - ns.s >= 2 and toks[sig[ns.s]].text == '(' and dbt_ivm._ivm_match_paren(tk, ns.s) == ns.e - 1 -%}
       {%- set ns.s = ns.s + 1 -%}{%- set ns.e = ns.e - 1 -%}
     {%- else -%}{%- break -%}{%- endif -%}
   {%- endfor -%}
@@ -97,40 +97,40 @@
   {%- if ns.s >= ns.e -%}
     {%- do dbt_ivm._ivm_add_issue(ctx, 'IVM001', tk, none, 'empty query') -%}{{ return(block) }}
   {%- endif -%}
-  {%- set base = toks[sig[ns.s]].d -%}
+  {%- set base = toks[sig[ns.s]].depth -%}
   {%- do block.update({'base': base}) -%}
   {#- WITH clause: every CTE becomes a block of its own -#}
-  {%- if toks[sig[ns.s]].w == 'with' -%}
+  {%- if toks[sig[ns.s]].word == 'with' -%}
     {%- set c = namespace(p=ns.s + 1, ok=true) -%}
-    {%- if c.p < ns.e and toks[sig[c.p]].w == 'recursive' -%}
+    {%- if c.p < ns.e and toks[sig[c.p]].word == 'recursive' -%}
       {%- do dbt_ivm._ivm_add_issue(ctx, 'IVM001', tk, c.p, 'WITH RECURSIVE') -%}{{ return(block) }}
     {%- endif -%}
     {%- for _ in range(ns.e) -%}
-      {%- if c.p + 2 >= ns.e or toks[sig[c.p]].k not in ('word', 'qid') -%}{%- set c.ok = false -%}{%- break -%}{%- endif -%}
-      {%- set cte_name = toks[sig[c.p]].l -%}
-      {%- set q = c.p + 2 if toks[sig[c.p + 1]].w == 'as' else c.p + 1 -%}
-      {%- if toks[sig[q]].v != '(' -%}{%- set c.ok = false -%}{%- break -%}{%- endif -%}
+      {%- if c.p + 2 >= ns.e or toks[sig[c.p]].kind not in ('word', 'qid') -%}{%- set c.ok = false -%}{%- break -%}{%- endif -%}
+      {%- set cte_name = toks[sig[c.p]].lower -%}
+      {%- set q = c.p + 2 if toks[sig[c.p + 1]].word == 'as' else c.p + 1 -%}
+      {%- if toks[sig[q]].text != '(' -%}{%- set c.ok = false -%}{%- break -%}{%- endif -%}
       {%- set m = dbt_ivm._ivm_match_paren(tk, q) -%}
       {%- do ctx.ctes.update({cte_name: c.p}) -%}
       {%- do queue.append({'kind': 'cte', 'name': cte_name, 's': q + 1, 'e': m}) -%}
       {%- set c.p = m + 1 -%}
-      {%- if c.p < ns.e and toks[sig[c.p]].v == ',' -%}{%- set c.p = c.p + 1 -%}{%- else -%}{%- break -%}{%- endif -%}
+      {%- if c.p < ns.e and toks[sig[c.p]].text == ',' -%}{%- set c.p = c.p + 1 -%}{%- else -%}{%- break -%}{%- endif -%}
     {%- endfor -%}
     {%- if not c.ok -%}
       {%- do dbt_ivm._ivm_add_issue(ctx, 'IVM001', tk, c.p, 'WITH clause (expected `name as (select ...)`)') -%}{{ return(block) }}
     {%- endif -%}
     {%- set ns.s = c.p -%}
   {%- endif -%}
-  {%- if ns.s >= ns.e or toks[sig[ns.s]].w != 'select' -%}
-    {%- set what = toks[sig[ns.s]].v if ns.s < ns.e else 'end of query' -%}
+  {%- if ns.s >= ns.e or toks[sig[ns.s]].word != 'select' -%}
+    {%- set what = toks[sig[ns.s]].text if ns.s < ns.e else 'end of query' -%}
     {%- do dbt_ivm._ivm_add_issue(ctx, 'IVM001', tk, ns.s, 'expected SELECT, found `' ~ what ~ '`') -%}{{ return(block) }}
   {%- endif -%}
   {#- clause keywords at this block's depth -#}
   {%- set clauses = block.clauses -%}
   {%- for p in range(ns.s + 1, ns.e) -%}
     {%- set t = toks[sig[p]] -%}
-    {%- if t.d == base and t.w in dbt_ivm._ivm_clause_keywords() and t.w not in clauses and toks[sig[p - 1]].v != '.' -%}
-      {%- do clauses.update({t.l: p}) -%}
+    {%- if t.depth == base and t.word in dbt_ivm._ivm_clause_keywords() and t.word not in clauses and toks[sig[p - 1]].text != '.' -%}
+      {%- do clauses.update({t.lower: p}) -%}
     {%- endif -%}
   {%- endfor -%}
   {%- for op in ['union', 'intersect', 'except', 'minus'] if op in clauses -%}
@@ -153,8 +153,8 @@
   {%- do block.update({'from_kw': from_pos}) -%}
   {#- select list -#}
   {%- set sel = namespace(p=ns.s + 1) -%}
-  {%- if toks[sig[sel.p]].w in ('distinct', 'all') -%}
-    {%- do block.update({'distinct': toks[sig[sel.p]].w == 'distinct', 'distinct_pos': sel.p}) -%}
+  {%- if toks[sig[sel.p]].word in ('distinct', 'all') -%}
+    {%- do block.update({'distinct': toks[sig[sel.p]].word == 'distinct', 'distinct_pos': sel.p}) -%}
     {%- set sel.p = sel.p + 1 -%}
   {%- endif -%}
   {%- do block.update({'select_s': sel.p}) -%}
@@ -181,27 +181,27 @@
 {% macro _ivm_split_select_items(ctx, block, s, e, base) %}
   {%- set tk = ctx.tk -%}
   {%- set toks = tk.tokens -%}
-  {%- set sig = tk.sig -%}
+  {%- set sig = tk.significant -%}
   {%- set cur = namespace(s=s) -%}
   {%- for p in range(s, e + 1) -%}
-    {%- if p == e or (toks[sig[p]].v == ',' and toks[sig[p]].d == base) -%}
+    {%- if p == e or (toks[sig[p]].text == ',' and toks[sig[p]].depth == base) -%}
       {%- set is_ = cur.s -%}
       {%- set ie = p -%}
       {%- set width = ie - is_ -%}
       {#- xe: end of the expression, before the alias -#}
       {%- set item = {'s': is_, 'e': ie, 'xe': ie, 'star': none, 'name': none} -%}
-      {%- if width == 1 and toks[sig[is_]].v == '*' -%}
+      {%- if width == 1 and toks[sig[is_]].text == '*' -%}
         {%- do item.update({'star': '*'}) -%}
-      {%- elif width == 3 and toks[sig[ie - 1]].v == '*' and toks[sig[ie - 2]].v == '.' -%}
-        {%- do item.update({'star': toks[sig[is_]].l}) -%}
-      {%- elif width >= 2 and toks[sig[ie - 1]].k in ('word', 'qid') and toks[sig[ie - 2]].w == 'as' -%}
-        {%- do item.update({'name': toks[sig[ie - 1]].l, 'xe': ie - 2}) -%}
-      {%- elif width >= 2 and toks[sig[ie - 1]].k in ('word', 'qid') and toks[sig[ie - 2]].v != '.'
-          and (toks[sig[ie - 2]].v == ')' or toks[sig[ie - 2]].k in ('word', 'qid', 'num', 'str')) and toks[sig[ie - 1]].w != 'end' -%}
-        {%- do item.update({'name': toks[sig[ie - 1]].l, 'xe': ie - 1}) -%}
-      {%- elif toks[sig[ie - 1]].k in ('word', 'qid') and (width == 1 or toks[sig[ie - 2]].v == '.') -%}
+      {%- elif width == 3 and toks[sig[ie - 1]].text == '*' and toks[sig[ie - 2]].text == '.' -%}
+        {%- do item.update({'star': toks[sig[is_]].lower}) -%}
+      {%- elif width >= 2 and toks[sig[ie - 1]].kind in ('word', 'qid') and toks[sig[ie - 2]].word == 'as' -%}
+        {%- do item.update({'name': toks[sig[ie - 1]].lower, 'xe': ie - 2}) -%}
+      {%- elif width >= 2 and toks[sig[ie - 1]].kind in ('word', 'qid') and toks[sig[ie - 2]].text != '.'
+          and (toks[sig[ie - 2]].text == ')' or toks[sig[ie - 2]].kind in ('word', 'qid', 'num', 'str')) and toks[sig[ie - 1]].word != 'end' -%}
+        {%- do item.update({'name': toks[sig[ie - 1]].lower, 'xe': ie - 1}) -%}
+      {%- elif toks[sig[ie - 1]].kind in ('word', 'qid') and (width == 1 or toks[sig[ie - 2]].text == '.') -%}
         {#- a column, bare or qualified, is named after it (not `case ... end`) -#}
-        {%- do item.update({'name': toks[sig[ie - 1]].l}) -%}
+        {%- do item.update({'name': toks[sig[ie - 1]].lower}) -%}
       {%- endif -%}
       {%- do block['items'].append(item) -%}
       {%- do dbt_ivm._ivm_check_subqueries(ctx, is_, ie, 'SELECT list') -%}
@@ -212,9 +212,9 @@
 
 {% macro _ivm_check_subqueries(ctx, s, e, where_) %}
   {%- set toks = ctx.tk.tokens -%}
-  {%- set sig = ctx.tk.sig -%}
+  {%- set sig = ctx.tk.significant -%}
   {%- for p in range(s, e - 1) -%}
-    {%- if toks[sig[p]].v == '(' and toks[sig[p + 1]].w in ('select', 'with') -%}
+    {%- if toks[sig[p]].text == '(' and toks[sig[p + 1]].word in ('select', 'with') -%}
       {%- do dbt_ivm._ivm_add_issue(ctx, 'IVM014', ctx.tk, p, 'subquery in ' ~ where_) -%}
     {%- endif -%}
   {%- endfor -%}
@@ -224,16 +224,16 @@
 {% macro _ivm_parse_from(ctx, block, s, e, base, queue) %}
   {%- set tk = ctx.tk -%}
   {%- set toks = tk.tokens -%}
-  {%- set sig = tk.sig -%}
+  {%- set sig = tk.significant -%}
   {%- set c = namespace(p=s, join='from', join_pos=s, ok=true) -%}
   {%- for _ in range(e - s + 1) -%}
     {%- if c.p >= e -%}{%- break -%}{%- endif -%}
     {#- one relation -#}
     {%- set t = toks[sig[c.p]] -%}
     {%- set item = {'join': c.join, 'join_pos': c.join_pos, 'kind': none, 'alias': none, 'name': none, 'pos': c.p, 'on': none, 'using': false} -%}
-    {%- if t.v == '(' -%}
+    {%- if t.text == '(' -%}
       {%- set m = dbt_ivm._ivm_match_paren(tk, c.p) -%}
-      {%- if toks[sig[c.p + 1]].w in ('select', 'with') -%}
+      {%- if toks[sig[c.p + 1]].word in ('select', 'with') -%}
         {%- set child = 'derived table ' ~ (ctx.blocks | length + queue | length) -%}
         {%- do queue.append({'kind': 'derived', 'name': child, 's': c.p + 1, 'e': m}) -%}
         {%- do item.update({'kind': 'derived', 'name': child}) -%}
@@ -241,20 +241,20 @@
         {%- do dbt_ivm._ivm_add_issue(ctx, 'IVM001', tk, c.p, 'parenthesised join') -%}{%- set c.ok = false -%}{%- break -%}
       {%- endif -%}
       {%- set c.p = m + 1 -%}
-    {%- elif t.k in ('word', 'qid') -%}
-      {%- set parts = [t.l] -%}
+    {%- elif t.kind in ('word', 'qid') -%}
+      {%- set parts = [t.lower] -%}
       {%- set name_s = c.p -%}
       {%- set c.p = c.p + 1 -%}
       {%- for _ in range(4) -%}
-        {%- if c.p + 1 < e and toks[sig[c.p]].v == '.' and toks[sig[c.p + 1]].k in ('word', 'qid') -%}
-          {%- do parts.append(toks[sig[c.p + 1]].l) -%}{%- set c.p = c.p + 2 -%}
+        {%- if c.p + 1 < e and toks[sig[c.p]].text == '.' and toks[sig[c.p + 1]].kind in ('word', 'qid') -%}
+          {%- do parts.append(toks[sig[c.p + 1]].lower) -%}{%- set c.p = c.p + 2 -%}
         {%- else -%}{%- break -%}{%- endif -%}
       {%- endfor -%}
-      {%- if c.p < e and toks[sig[c.p]].v == '(' -%}
+      {%- if c.p < e and toks[sig[c.p]].text == '(' -%}
         {%- set code = 'IVM015' if parts[-1] in dbt_ivm._ivm_generator_functions() else 'IVM002' -%}
         {%- do dbt_ivm._ivm_add_issue(ctx, code, tk, name_s, 'table function ' ~ parts | join('.') ~ '()') -%}{%- set c.ok = false -%}{%- break -%}
       {%- endif -%}
-      {%- if c.p < e and toks[sig[c.p]].w == 'tablesample' -%}
+      {%- if c.p < e and toks[sig[c.p]].word == 'tablesample' -%}
         {%- do dbt_ivm._ivm_add_issue(ctx, 'IVM010', tk, name_s,
             'TABLESAMPLE (a random sample of the upstream)') -%}{%- set c.ok = false -%}{%- break -%}
       {%- endif -%}
@@ -271,13 +271,13 @@
         {%- do dbt_ivm._ivm_add_issue(ctx, 'IVM002', tk, name_s, 'relation ' ~ parts | join('.')) -%}
       {%- endif -%}
     {%- else -%}
-      {%- do dbt_ivm._ivm_add_issue(ctx, 'IVM001', tk, c.p, 'FROM item `' ~ t.v ~ '`') -%}{%- set c.ok = false -%}{%- break -%}
+      {%- do dbt_ivm._ivm_add_issue(ctx, 'IVM001', tk, c.p, 'FROM item `' ~ t.text ~ '`') -%}{%- set c.ok = false -%}{%- break -%}
     {%- endif -%}
     {#- alias -#}
-    {%- if c.p < e and toks[sig[c.p]].w == 'as' and c.p + 1 < e -%}
-      {%- do item.update({'alias': toks[sig[c.p + 1]].l}) -%}{%- set c.p = c.p + 2 -%}
-    {%- elif c.p < e and toks[sig[c.p]].k in ('word', 'qid') and toks[sig[c.p]].w not in dbt_ivm._ivm_join_keywords() -%}
-      {%- do item.update({'alias': toks[sig[c.p]].l}) -%}{%- set c.p = c.p + 1 -%}
+    {%- if c.p < e and toks[sig[c.p]].word == 'as' and c.p + 1 < e -%}
+      {%- do item.update({'alias': toks[sig[c.p + 1]].lower}) -%}{%- set c.p = c.p + 2 -%}
+    {%- elif c.p < e and toks[sig[c.p]].kind in ('word', 'qid') and toks[sig[c.p]].word not in dbt_ivm._ivm_join_keywords() -%}
+      {%- do item.update({'alias': toks[sig[c.p]].lower}) -%}{%- set c.p = c.p + 1 -%}
     {%- endif -%}
     {%- do item.update({'alias_given': item.alias is not none}) -%}
     {%- if item.alias is none and item.kind in ('upstream', 'cte', 'unknown') -%}
@@ -288,14 +288,14 @@
           'alias_given': item.alias_given, 'block': block.id}) -%}
     {%- endif -%}
     {#- join condition -#}
-    {%- if c.p < e and toks[sig[c.p]].w in ('on', 'using') -%}
-      {%- set kw = toks[sig[c.p]].l -%}
+    {%- if c.p < e and toks[sig[c.p]].word in ('on', 'using') -%}
+      {%- set kw = toks[sig[c.p]].lower -%}
       {%- set cs = c.p + 1 -%}
       {%- set ce = namespace(e=e) -%}
       {%- for q in range(cs, e) -%}
         {%- set tq = toks[sig[q]] -%}
-        {%- set is_call = q + 1 < e and toks[sig[q + 1]].v == '(' -%}
-        {%- if tq.d == base and (tq.v == ',' or (tq.w in ('join', 'inner', 'left', 'right', 'full', 'cross', 'natural',
+        {%- set is_call = q + 1 < e and toks[sig[q + 1]].text == '(' -%}
+        {%- if tq.depth == base and (tq.text == ',' or (tq.word in ('join', 'inner', 'left', 'right', 'full', 'cross', 'natural',
             'lateral') and not is_call)) -%}{%- set ce.e = q -%}{%- break -%}{%- endif -%}
       {%- endfor -%}
       {%- do item.update({'on': [cs, ce.e], 'using': kw == 'using'}) -%}
@@ -306,20 +306,23 @@
     {#- next join operator -#}
     {%- if c.p >= e -%}{%- break -%}{%- endif -%}
     {%- set c.join_pos = c.p -%}
-    {%- if toks[sig[c.p]].v == ',' -%}
+    {%- if toks[sig[c.p]].text == ',' -%}
       {%- set c.join = 'comma' -%}{%- set c.p = c.p + 1 -%}
     {%- else -%}
       {%- set words = [] -%}
       {%- for _ in range(4) -%}
-        {%- if c.p < e and toks[sig[c.p]].w in ('inner', 'left', 'right', 'full', 'cross', 'outer', 'semi', 'anti', 'natural', 'join', 'lateral') -%}
-          {%- do words.append(toks[sig[c.p]].l) -%}{%- set c.p = c.p + 1 -%}
+        {%- set join_word = c.p < e and toks[sig[c.p]].word in ('inner', 'left', 'right', 'full', 'cross', 'outer', 'semi', 'anti',
+            'natural', 'join', 'lateral') -%}
+        {%- if join_word -%}
+          {%- do words.append(toks[sig[c.p]].lower) -%}{%- set c.p = c.p + 1 -%}
           {%- if words[-1] == 'join' -%}{%- break -%}{%- endif -%}
         {%- else -%}{%- break -%}{%- endif -%}
       {%- endfor -%}
       {%- if 'lateral' in words -%}
         {%- do dbt_ivm._ivm_add_issue(ctx, 'IVM015', tk, c.p - 1, 'LATERAL join') -%}{%- set c.ok = false -%}{%- break -%}
       {%- elif words | length == 0 or words[-1] != 'join' -%}
-        {%- do dbt_ivm._ivm_add_issue(ctx, 'IVM001', tk, c.p, 'FROM clause near `' ~ toks[sig[c.p]].v ~ '`') -%}{%- set c.ok = false -%}{%- break -%}
+        {%- do dbt_ivm._ivm_add_issue(ctx, 'IVM001', tk, c.p, 'FROM clause near `' ~ toks[sig[c.p]].text ~ '`') -%}
+        {%- set c.ok = false -%}{%- break -%}
       {%- endif -%}
       {%- set kinds = words | reject('in', ['join', 'outer']) | list -%}
       {%- set c.join = kinds | join(' ') if kinds else 'inner' -%}
@@ -357,24 +360,24 @@
 {#- True when the condition [s, e) has a top-level AND-conjunct `col-expr = col-expr`. -#}
 {% macro _ivm_has_equality(ctx, s, e) %}
   {%- set toks = ctx.tk.tokens -%}
-  {%- set sig = ctx.tk.sig -%}
+  {%- set sig = ctx.tk.significant -%}
   {%- set r = namespace(s=s, e=e) -%}
   {%- for _ in range(10) -%}
-    {%- if r.e - r.s >= 2 and toks[sig[r.s]].v == '(' and dbt_ivm._ivm_match_paren(ctx.tk, r.s) == r.e - 1 -%}
+    {%- if r.e - r.s >= 2 and toks[sig[r.s]].text == '(' and dbt_ivm._ivm_match_paren(ctx.tk, r.s) == r.e - 1 -%}
       {%- set r.s = r.s + 1 -%}{%- set r.e = r.e - 1 -%}
     {%- else -%}{%- break -%}{%- endif -%}
   {%- endfor -%}
   {%- if r.s >= r.e -%}{{ return(false) }}{%- endif -%}
-  {%- set d = toks[sig[r.s]].d -%}
+  {%- set d = toks[sig[r.s]].depth -%}
   {%- set bounds = [r.s] -%}
   {%- set ns = namespace(has_or=false, between=false) -%}
   {%- for p in range(r.s, r.e) -%}
     {%- set t = toks[sig[p]] -%}
-    {%- if t.d == d and t.w == 'between' -%}{%- set ns.between = true -%}{%- endif -%}
-    {%- if t.d == d and t.w == 'and' -%}
+    {%- if t.depth == d and t.word == 'between' -%}{%- set ns.between = true -%}{%- endif -%}
+    {%- if t.depth == d and t.word == 'and' -%}
       {%- if ns.between -%}{%- set ns.between = false -%}{%- else -%}{%- do bounds.append(p) -%}{%- endif -%}
     {%- endif -%}
-    {%- if t.d == d and t.w == 'or' -%}{%- set ns.has_or = true -%}{%- endif -%}
+    {%- if t.depth == d and t.word == 'or' -%}{%- set ns.has_or = true -%}{%- endif -%}
   {%- endfor -%}
   {%- if ns.has_or -%}{{ return(false) }}{%- endif -%}
   {%- do bounds.append(r.e) -%}
@@ -382,7 +385,7 @@
     {%- set cs = bounds[i] + (0 if i == 0 else 1) -%}
     {%- set ce = bounds[i + 1] -%}
     {%- set eqs = [] -%}
-    {%- for p in range(cs, ce) if toks[sig[p]].d == d and toks[sig[p]].v in ('=', '==', '<=>') -%}{%- do eqs.append(p) -%}{%- endfor -%}
+    {%- for p in range(cs, ce) if toks[sig[p]].depth == d and toks[sig[p]].text in ('=', '==', '<=>') -%}{%- do eqs.append(p) -%}{%- endfor -%}
     {%- if eqs | length == 1 and dbt_ivm._ivm_has_column(ctx, cs, eqs[0]) and dbt_ivm._ivm_has_column(ctx, eqs[0] + 1, ce) -%}
       {{ return(true) }}
     {%- endif -%}
@@ -392,11 +395,11 @@
 
 {% macro _ivm_has_column(ctx, s, e) %}
   {%- set toks = ctx.tk.tokens -%}
-  {%- set sig = ctx.tk.sig -%}
+  {%- set sig = ctx.tk.significant -%}
   {%- for p in range(s, e) -%}
     {%- set t = toks[sig[p]] -%}
-    {%- set next = toks[sig[p + 1]].v if p + 1 < sig | length else '' -%}
-    {%- if (t.k == 'qid' or (t.k == 'word' and t.l not in dbt_ivm._ivm_non_column_words())) and next != '(' -%}
+    {%- set next = toks[sig[p + 1]].text if p + 1 < sig | length else '' -%}
+    {%- if (t.kind == 'qid' or (t.kind == 'word' and t.lower not in dbt_ivm._ivm_non_column_words())) and next != '(' -%}
       {{ return(true) }}
     {%- endif -%}
   {%- endfor -%}
@@ -408,25 +411,25 @@
 {% macro _ivm_scan_functions(ctx) %}
   {%- set tk = ctx.tk -%}
   {%- set toks = tk.tokens -%}
-  {%- set sig = tk.sig -%}
+  {%- set sig = tk.significant -%}
   {%- set n = sig | length -%}
   {%- set aggs = [] -%}
   {%- for p in range(n) -%}
     {%- set t = toks[sig[p]] -%}
-    {%- set next = toks[sig[p + 1]] if p + 1 < n else {'v': '', 'l': ''} -%}
-    {%- set prev = toks[sig[p - 1]].v if p > 0 else '' -%}
-    {%- if t.k == 'word' and prev != '.' -%}
-      {%- set called = next.v == '(' or t.w in ('current_timestamp', 'current_date', 'current_time', 'localtimestamp') -%}
+    {%- set next = toks[sig[p + 1]] if p + 1 < n else {'text': '', 'lower': '', 'kind': '', 'word': ''} -%}
+    {%- set prev = toks[sig[p - 1]].text if p > 0 else '' -%}
+    {%- if t.kind == 'word' and prev != '.' -%}
+      {%- set called = next.text == '(' or t.word in ('current_timestamp', 'current_date', 'current_time', 'localtimestamp') -%}
       {#- unix_timestamp(x) converts x; only unix_timestamp() reads the clock -#}
-      {%- set converts = t.l == 'unix_timestamp' and p + 2 < n and toks[sig[p + 2]].v != ')' -%}
-      {%- if t.l in dbt_ivm._ivm_nondeterministic_functions() and called and not converts -%}
-        {%- do dbt_ivm._ivm_add_issue(ctx, 'IVM010', tk, p, t.l ~ '()') -%}
-      {%- elif next.v == '(' and t.l in dbt_ivm._ivm_generator_functions() -%}
-        {%- do dbt_ivm._ivm_add_issue(ctx, 'IVM015', tk, p, t.l ~ '()') -%}
-      {%- elif t.w == 'over' and (next.v == '(' or next.k in ('word', 'qid')) -%}
+      {%- set converts = t.lower == 'unix_timestamp' and p + 2 < n and toks[sig[p + 2]].text != ')' -%}
+      {%- if t.lower in dbt_ivm._ivm_nondeterministic_functions() and called and not converts -%}
+        {%- do dbt_ivm._ivm_add_issue(ctx, 'IVM010', tk, p, t.lower ~ '()') -%}
+      {%- elif next.text == '(' and t.lower in dbt_ivm._ivm_generator_functions() -%}
+        {%- do dbt_ivm._ivm_add_issue(ctx, 'IVM015', tk, p, t.lower ~ '()') -%}
+      {%- elif t.word == 'over' and (next.text == '(' or next.kind in ('word', 'qid')) -%}
         {%- do dbt_ivm._ivm_add_issue(ctx, 'IVM011', tk, p, 'window function (OVER)') -%}
-      {%- elif next.v == '(' and t.l in dbt_ivm._ivm_aggregate_functions() -%}
-        {%- do aggs.append(dbt_ivm._ivm_aggregate_call(tk, t.l, p)) -%}
+      {%- elif next.text == '(' and t.lower in dbt_ivm._ivm_aggregate_functions() -%}
+        {%- do aggs.append(dbt_ivm._ivm_aggregate_call(tk, t.lower, p)) -%}
       {%- endif -%}
     {%- endif -%}
   {%- endfor -%}
@@ -437,19 +440,22 @@
     by the alias the upstream gets. -#}
 {% macro _ivm_find_qualifiers(ctx) %}
   {%- set toks = ctx.tk.tokens -%}
-  {%- set sig = ctx.tk.sig -%}
+  {%- set sig = ctx.tk.significant -%}
   {%- set taken = [] -%}
   {%- for r in ctx.rels -%}{%- do taken.append(r.s) -%}{%- endfor -%}
   {%- for up in ctx.upstreams -%}
     {%- set upi = loop.index0 -%}
     {%- set width = up.parts | length * 2 - 1 -%}
     {%- if up.parts | length > 1 -%}
-      {%- for p in range(sig | length - width) if p not in taken and toks[sig[p]].l == up.parts[0] and (p == 0 or toks[sig[p - 1]].v != '.') -%}
+      {%- for p in range(sig | length - width) if p not in taken and toks[sig[p]].lower == up.parts[0]
+          and (p == 0 or toks[sig[p - 1]].text != '.') -%}
         {%- set ns = namespace(ok=true) -%}
         {%- for i in range(up.parts | length) -%}
-          {%- if toks[sig[p + 2 * i]].l != up.parts[i] or (i > 0 and toks[sig[p + 2 * i - 1]].v != '.') -%}{%- set ns.ok = false -%}{%- endif -%}
+          {%- set part_differs = toks[sig[p + 2 * i]].lower != up.parts[i] -%}
+          {%- set dot_missing = i > 0 and toks[sig[p + 2 * i - 1]].text != '.' -%}
+          {%- if part_differs or dot_missing -%}{%- set ns.ok = false -%}{%- endif -%}
         {%- endfor -%}
-        {%- if ns.ok and toks[sig[p + width]].v == '.' -%}
+        {%- if ns.ok and toks[sig[p + width]].text == '.' -%}
           {%- do ctx.qualifiers.append({'upstream': upi, 's': p, 'e': p + width}) -%}
         {%- endif -%}
       {%- endfor -%}

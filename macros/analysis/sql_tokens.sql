@@ -12,10 +12,11 @@
     ~ "|(?P<ch>[\\s\\S])") }}
 {%- endmacro %}
 
-{#- Returns {'tokens': [{k, v, l, d}], 'sig': [index of every significant token]}:
-    k kind, v text, l lower-case text without backticks, w the lower-case word for a keyword
-    check ('' unless k is word: a backticked `select` is a name, never a keyword), d
-    parenthesis depth before it. -#}
+{#- Returns {'tokens': [{kind, text, lower, word, depth}], 'significant': [index of every
+    token but whitespace and comments]}: lower is the lower-case text without backticks,
+    word the lower-case word for a keyword check ('' unless kind is word: a backticked
+    `select` is a name, never a keyword), depth the parenthesis depth before it. Positions
+    in 'significant' are what the parser calls sig positions. -#}
 {% macro _ivm_tokenize(sql) %}
   {%- set tokens = [] -%}
   {%- set sig = [] -%}
@@ -25,20 +26,21 @@
     {%- set text = m.group(0) -%}
     {%- if text == ')' -%}{%- set ns.depth = ns.depth - 1 -%}{%- endif -%}
     {%- set low = text[1:-1].replace('``', '`').lower() if kind == 'qid' else text.lower() -%}
-    {%- do tokens.append({'k': kind, 'v': text, 'l': low, 'w': low if kind == 'word' else '', 'd': ns.depth if text != ')' else ns.depth + 1}) -%}
+    {%- do tokens.append({'kind': kind, 'text': text, 'lower': low, 'word': low if kind == 'word' else '',
+                           'depth': ns.depth if text != ')' else ns.depth + 1}) -%}
     {%- if kind not in ('ws', 'comment') -%}{%- do sig.append(tokens | length - 1) -%}{%- endif -%}
     {%- if text == '(' -%}{%- set ns.depth = ns.depth + 1 -%}{%- endif -%}
   {%- endfor -%}
-  {{ return({'tokens': tokens, 'sig': sig, 'balanced': ns.depth == 0}) }}
+  {{ return({'tokens': tokens, 'significant': sig, 'balanced': ns.depth == 0}) }}
 {% endmacro %}
 
 {#- Position in sig of the parenthesis closing the one at sig position p. -#}
 {% macro _ivm_match_paren(tk, p) %}
   {%- set toks = tk.tokens -%}
-  {%- set depth = toks[tk.sig[p]].d -%}
-  {%- for q in range(p + 1, tk.sig | length) -%}
-    {%- set t = toks[tk.sig[q]] -%}
-    {%- if t.v == ')' and t.d == depth + 1 -%}{{ return(q) }}{%- endif -%}
+  {%- set depth = toks[tk.significant[p]].depth -%}
+  {%- for q in range(p + 1, tk.significant | length) -%}
+    {%- set t = toks[tk.significant[q]] -%}
+    {%- if t.text == ')' and t.depth == depth + 1 -%}{{ return(q) }}{%- endif -%}
   {%- endfor -%}
   {{ return(-1) }}
 {% endmacro %}
@@ -46,9 +48,9 @@
 {#- 1-based line and column of significant token p, for error messages. -#}
 {% macro _ivm_position(tk, p) %}
   {%- set ns = namespace(line=1, col=1) -%}
-  {%- set stop = tk.sig[p] if p < tk.sig | length else tk.tokens | length -%}
+  {%- set stop = tk.significant[p] if p < tk.significant | length else tk.tokens | length -%}
   {%- for i in range(stop) -%}
-    {%- set v = tk.tokens[i].v -%}
+    {%- set v = tk.tokens[i].text -%}
     {%- if '\n' in v -%}
       {%- set ns.line = ns.line + v.count('\n') -%}
       {%- set ns.col = v | length - v.rfind('\n') -%}

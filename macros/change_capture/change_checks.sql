@@ -112,7 +112,7 @@ end
     drift. -#}
 {% macro _ivm_schema_drift_reason(model_name, tk, stored, current) %}
   {%- set changes = [] -%}
-  {%- set words = tk.tokens | selectattr('k', 'in', ['word', 'qid']) | map(attribute='l') | list -%}
+  {%- set words = tk.tokens | selectattr('kind', 'in', ['word', 'qid']) | map(attribute='lower') | list -%}
   {%- for name, now in current.items() if stored.get(name) is not none and stored[name] != now -%}
     {%- set before = {} -%}
     {%- for item in stored[name].split('; ') -%}{%- do before.update({item.split(' ', 1)[0]: item.split(' ', 1)[1]}) -%}{%- endfor -%}

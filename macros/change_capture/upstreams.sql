@@ -29,7 +29,7 @@
     {%- do meta.update(node.get('meta', {}).get('ivm', {})) -%}
     {%- set display = (node.source_name ~ '.' ~ node.name) if is_source else node.name -%}
     {%- set rendered = relation.render() -%}
-    {%- set parts = dbt_ivm._ivm_tokenize(rendered).tokens | rejectattr('v', 'equalto', '.') | map(attribute='l') | list -%}
+    {%- set parts = dbt_ivm._ivm_tokenize(rendered).tokens | rejectattr('text', 'equalto', '.') | map(attribute='lower') | list -%}
     {%- set key = meta.get('unique_key') -%}
     {%- set key = [key] if key is string else (key or []) -%}
     {%- do dbt_ivm._ivm_check_declared_names(model, display, meta, key) -%}

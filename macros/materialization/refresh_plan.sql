@@ -44,7 +44,7 @@
   {#- layout and comments do not change the definition: hash the significant tokens -#}
   {%- set tk = analysis.parsed.tk -%}
   {%- set words = [] -%}
-  {%- for i in tk.sig -%}{%- do words.append(tk.tokens[i].v) -%}{%- endfor -%}
+  {%- for i in tk.significant -%}{%- do words.append(tk.tokens[i].text) -%}{%- endfor -%}
   {#- a changed table layout (partitions, format, properties, location) rebuilds the table -#}
   {%- set layout = tojson(settings.partition_by) ~ (' delta' if settings.file_format == 'delta' else '') ~
       (' ' ~ tojson(settings.tblproperties) if settings.tblproperties else '') ~
