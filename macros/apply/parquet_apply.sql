@@ -111,3 +111,53 @@ select {{ cols | join(', ') }} from {{ insert_view }}
   {%- endfor -%}
   {{ exceptions.raise_compiler_error('dbt_ivm: `' ~ statement ~ '` returned no ' ~ name ~ ' row') }}
 {% endmacro %}
+
+{#- Partitioned table: overwrite only the partitions that lose or gain rows, then drop the
+    ones left empty (dynamic overwrite never empties a partition). Returns rows deleted. -#}
+{% macro _ivm_rewrite_partitions(target, target_columns, insert_view, predicates, partition_by) %}
+  {%- set pcols = dbt_ivm._ivm_quote_all(partition_by) -%}
+  {%- set columns = target_columns | map(attribute='name') | list -%}
+  {%- set types = {} -%}
+  {%- for c in target_columns -%}{%- do types.update({c.name | lower: c.data_type}) -%}{%- endfor -%}
+  {%- set as_text = [] -%}
+  {%- for c in pcols -%}{%- do as_text.append('cast(__ivm_v.' ~ c ~ ' as string)') -%}{%- endfor -%}
+  {%- set losing = run_query('select ' ~ as_text | join(', ') ~ ', count(*), count_if(' ~ predicates.flag ~ ') from ' ~ target ~ ' __ivm_v '
+      ~ predicates.joins | join(' ') ~ ' group by ' ~ as_text | join(', ') ~ ' having count_if(' ~ predicates.flag ~ ') > 0').rows -%}
+  {%- set gaining = run_query('select distinct ' ~ as_text | join(', ') ~ ' from ' ~ insert_view ~ ' __ivm_v').rows -%}
+  {%- set n = pcols | length -%}
+  {%- set gained = [] -%}
+  {%- for r in gaining -%}{%- do gained.append(tojson(r[:n] | list)) -%}{%- endfor -%}
+  {%- set affected = {} -%}
+  {%- set emptied = [] -%}
+  {%- set ns = namespace(deleted=0) -%}
+  {%- for r in (losing | list) + (gaining | list) -%}
+    {%- set values = r[:n] | list -%}
+    {%- do affected.update({tojson(values): values}) -%}
+  {%- endfor -%}
+  {%- for r in losing -%}
+    {%- set ns.deleted = ns.deleted + r[n + 1] -%}
+    {%- if r[n] == r[n + 1] and tojson(r[:n] | list) not in gained -%}
+      {%- set spec = [] -%}
+      {%- for c in pcols -%}{%- do spec.append(c ~ ' = ' ~
+          (dbt_ivm._ivm_string_literal(r[loop.index0]) if r[loop.index0] is not none else 'null')) -%}{%- endfor -%}
+      {%- do emptied.append(spec | join(', ')) -%}
+    {%- endif -%}
+  {%- endfor -%}
+  {%- if not affected -%}
+    {#- the changed keys have no rows in the table and nothing is inserted -#}
+    {%- call statement('main') -%}select 'no rows affected' as dbt_ivm_refresh{%- endcall -%}
+    {{ return(0) }}
+  {%- endif -%}
+  {%- set in_affected = [] -%}
+  {%- for values in affected.values() -%}
+    {%- set match = [] -%}
+    {%- for c in partition_by -%}
+      {%- set v = values[loop.index0] -%}
+      {%- do match.append('__ivm_v.' ~ dbt_ivm._ivm_quote(c) ~ ' <=> ' ~ ('cast(' ~ dbt_ivm._ivm_string_literal(v) ~ ' as ' ~
+          types[c] ~ ')' if v is not none else 'null')) -%}
+    {%- endfor -%}
+    {%- do in_affected.append('(' ~ match | join(' and ') ~ ')') -%}
+  {%- endfor -%}
+  {%- do dbt_ivm.ivm_apply_partition_rewrite(target, columns, insert_view, predicates, '(' ~ in_affected | join(' or ') ~ ')', emptied) -%}
+  {{ return(ns.deleted) }}
+{% endmacro %}

@@ -1,0 +1,89 @@
+{#- Staging: the change SQL of a refresh cached as temporary views, counted where a path needs the counts. -#}
+
+{#- Join-only view: DEL the changed slices by key, INS the query on the new slices.
+    Returns {insert_view, rows_inserted, predicates, rewrite, reason, reads_upstreams}. -#}
+{% macro _ivm_stage_join_changes(target, template, plan, state, prefix, temp_views, rewrite) %}
+  {%- set insert_view = prefix ~ '_ins' -%}
+  {%- set insert_sql = dbt_ivm.ivm_join_insert_sql(template, plan) -%}
+  {%- if insert_sql -%}
+    {%- do temp_views.append(insert_view) -%}
+    {%- do dbt_ivm._ivm_cache_view(insert_view, insert_sql) -%}
+    {%- set rows_inserted = run_query('select count(*) from ' ~ insert_view).rows[0][0] -%}
+  {%- else -%}
+    {%- set insert_view = '(select * from ' ~ target ~ ' where false)' -%}
+    {%- set rows_inserted = 0 -%}
+  {%- endif -%}
+  {{ return({'insert_view': insert_view, 'rows_inserted': rows_inserted, 'rewrite': rewrite,
+             'predicates': dbt_ivm._ivm_join_delete_predicates(plan, '__ivm_v', state.repair is not none) if rewrite else none,
+             'reason': 'deletes or updates: rewrite' if rewrite else 'insert-only: append', 'reads_upstreams': true}) }}
+{% endmacro %}
+
+{#- Aggregate or DISTINCT view: merge signed per-group deltas into the stored states, or
+    recompute the affected groups from the definition where a state cannot absorb the
+    change (min/max after deletes or updates, HAVING, other aggregates). -#}
+{% macro _ivm_stage_aggregate_changes(spec, target, target_columns, plan, prefix, temp_views, has_deletes, partitioned) %}
+  {#- the select list's output names in query order: a partitioned table keeps its
+      partition columns last, its definition view keeps the query's order -#}
+  {%- set named = adapter.get_columns_in_relation(dbt_ivm._ivm_definition_view(target)) if partitioned else target_columns -%}
+  {%- set visible = [] -%}
+  {%- for c in named if not c.name.startswith('__ivm_') -%}{%- do visible.append(c.name) -%}{%- endfor -%}
+  {%- set keys = dbt_ivm._ivm_aggregate_keys(spec, visible) -%}
+  {%- set names = dbt_ivm._ivm_aggregate_change_names(spec, visible) -%}
+  {%- set terms = dbt_ivm._ivm_signed_change_terms(spec.delta, plan) -%}
+  {%- set refresh = spec.refresh['any' if has_deletes else 'inserts'] -%}
+  {%- set insert_view = prefix ~ '_ins' -%}
+  {%- set multi = plan | length > 1 -%}
+  {%- if refresh == 'merge' -%}
+    {%- set merged_view = prefix ~ '_merged' -%}
+    {%- do temp_views.append(merged_view) -%}
+    {%- set change_sql = dbt_ivm.ivm_aggregate_change_sql(spec, names, keys, terms) -%}
+    {%- do dbt_ivm._ivm_cache_view(merged_view, dbt_ivm.ivm_aggregate_merge_sql(spec, target, target_columns, change_sql, keys, visible)) -%}
+    {%- set kept = '__ivm_count > 0' if keys else 'true' -%}
+    {%- set counts = run_query('select count(*), count_if(' ~ kept ~ '), count_if(__ivm_existed) from ' ~ merged_view).rows[0] -%}
+    {%- set insert_view = '(select * from ' ~ merged_view ~ ' where ' ~ kept ~ ')' -%}
+    {%- if spec.kind == 'distinct' -%}
+      {%- set what = 'row multiplicities' -%}
+    {%- else -%}
+      {%- set what = 'signed count/sum deltas' if has_deletes else ('counts/sums and '
+          'least/greatest' if spec.states | selectattr('merge', 'ne', 'add') | list else 'counts/sums') -%}
+    {%- endif -%}
+    {%- set reason = ('deletes or updates' if has_deletes else 'insert-only') ~ ': merged ' ~ what ~ ' into ' ~ counts[0] ~ ' group(s)' -%}
+    {%- set predicates = dbt_ivm._ivm_group_delete_predicates(merged_view, keys, '__ivm_v') -%}
+    {%- set delta_apply = {'kind': 'merge', 'merged_view': merged_view, 'keys': keys} -%}
+  {%- else -%}
+    {%- set affected_view = prefix ~ '_groups' -%}
+    {%- do temp_views.append(affected_view) -%}
+    {%- do dbt_ivm._ivm_cache_view(affected_view, dbt_ivm._ivm_affected_groups_sql(spec, names, keys, terms)) -%}
+    {%- set relations = {} -%}
+    {%- for p in plan -%}{%- do relations.update({p.index: dbt_ivm.ivm_snapshot_sql(p.up, p.columns, p.to)}) -%}{%- endfor -%}
+    {%- do temp_views.append(insert_view) -%}
+    {%- do dbt_ivm._ivm_cache_view(insert_view, dbt_ivm._ivm_aggregate_recompute_sql(dbt_ivm._ivm_fill_relations(spec.full,
+        relations), affected_view, keys)) -%}
+    {%- set predicates = dbt_ivm._ivm_group_delete_predicates(affected_view, keys, '__ivm_v') -%}
+    {%- set counts = run_query('select (select count(*) from ' ~ affected_view ~ '), (select count(*) from ' ~ insert_view ~
+        '), (select count(*) from ' ~ target ~ ' __ivm_v ' ~ predicates.joins | join(' ') ~ ' where ' ~ predicates.flag ~ ')').rows[0] -%}
+    {%- set why = 'min/max after deletes or updates' if spec.refresh.inserts == 'merge' else 'HAVING or an aggregate without a mergeable state' -%}
+    {%- set reason = why ~ ': recomputed ' ~ counts[0] ~ ' affected group(s) from the definition' -%}
+    {%- set multi = true -%}
+    {%- set delta_apply = {'kind': 'recompute', 'affected_view': affected_view, 'keys': keys} -%}
+  {%- endif -%}
+  {{ return({'insert_view': insert_view, 'rows_inserted': counts[1], 'rows_deleted': counts[2], 'rewrite': true,
+             'predicates': predicates, 'reason': reason, 'reads_upstreams': multi, 'delta': delta_apply}) }}
+{% endmacro %}
+
+{#- Cache a query as a temporary view; a view of the same name left by a refresh that
+    failed earlier in this Spark session is dropped first. Lazy: the first query that
+    reads the view (each refresh counts its rows next) computes and caches it in the same
+    Spark job, instead of one job to cache and another to count. -#}
+{% macro _ivm_cache_view(name, sql) %}
+  {%- do run_query('drop view if exists ' ~ name) -%}
+  {%- do run_query('cache lazy table ' ~ name ~ ' as ' ~ sql) -%}
+{% endmacro %}
+
+{#- Dropping a cached temporary view also uncaches it. Newest first: uncaching resolves
+    the view, so the views it reads must still exist. -#}
+{% macro _ivm_drop_temp_views(names) %}
+  {%- for name in names | reverse -%}
+    {%- do run_query('drop view if exists ' ~ name) -%}
+  {%- endfor -%}
+{% endmacro %}

@@ -1,0 +1,81 @@
+{#- The model config of an ivm model, read and validated in one place (dbt run and dbt-ivm explain). -#}
+
+{#- Model config keys, validated. -#}
+{% macro _ivm_model_settings(model) %}
+  {%- set on_unsupported = config.get('ivm_on_unsupported', 'error') -%}
+  {%- if on_unsupported not in ('error', 'full_rebuild') -%}
+    {{ exceptions.raise_compiler_error("Model '" ~ model.name ~ "': ivm_on_unsupported must be 'error' or 'full_rebuild', got '" ~
+        on_unsupported ~ "'.") }}
+  {%- endif -%}
+  {%- set file_format = config.get('file_format') or 'parquet' -%}
+  {%- if file_format not in ('parquet', 'delta') -%}
+    {{ exceptions.raise_compiler_error("Model '" ~ model.name ~
+        "': materialized='ivm' stores tables as parquet or delta; file_format='" ~ file_format ~
+            "' is not supported. Remove file_format or set it to 'parquet' or 'delta'.") }}
+  {%- endif -%}
+  {%- set on_feed_error = config.get('ivm_on_change_feed_error', 'fail') -%}
+  {%- if on_feed_error not in ('fail', 'rebuild') -%}
+    {{ exceptions.raise_compiler_error("Model '" ~ model.name ~ "': ivm_on_change_feed_error must be 'fail' or 'rebuild', got '" ~
+        on_feed_error ~ "'.") }}
+  {%- endif -%}
+  {%- set partition_by = config.get('partition_by') -%}
+  {%- set partition_by = [partition_by] if partition_by is string else (partition_by or []) -%}
+  {%- set rebuild_above = config.get('ivm_rebuild_above', 0.05) -%}
+  {%- if rebuild_above is not none and rebuild_above is not false
+        and (rebuild_above is sameas true or rebuild_above is not number or rebuild_above <= 0) -%}
+    {{ exceptions.raise_compiler_error("Model '" ~ model.name ~
+        "': ivm_rebuild_above must be a positive number (changed rows as a fraction of the changed upstreams' rows, e.g. 0.05) or "
+            "false to never rebuild for size, got '" ~ rebuild_above ~ "'.") }}
+  {%- endif -%}
+  {%- set settings = {'lease_wait': config.get('ivm_lease_wait', 0), 'lease_timeout': config.get('ivm_lease_timeout', 3600)} -%}
+  {%- for key, value in settings.items() if value is sameas true or value is not number or value < 0 or (key == 'lease_timeout' and value == 0) -%}
+    {{ exceptions.raise_compiler_error("Model '" ~ model.name ~ "': ivm_" ~ key ~ ' must be a number of seconds'
+        ~ (' above 0' if key == 'lease_timeout' else ' (0: do not wait)') ~ ", got '" ~ value ~ "'.") }}
+  {%- endfor -%}
+  {%- do settings.update({'on_unsupported': on_unsupported, 'partition_by': partition_by | map('lower') | list,
+                          'rebuild_above': rebuild_above or none, 'file_format': file_format,
+                          'on_change_feed_error': on_feed_error}) -%}
+  {%- do settings.update(dbt_ivm._ivm_table_settings(model, file_format, partition_by)) -%}
+  {{ return(settings) }}
+{% endmacro %}
+
+{#- dbt's table configs: honoured (tblproperties, location_root, persist_docs; grants in
+    _ivm_apply_grants) or rejected, never ignored. -#}
+{% macro _ivm_table_settings(model, file_format, partition_by) %}
+  {%- set prefix = "Model '" ~ model.name ~ "': " -%}
+  {%- set unsupported = {
+      'clustered_by': 'a refresh rewrites only the rows or partitions that change, and Spark writes buckets only when it writes a whole table',
+      'buckets': 'a refresh rewrites only the rows or partitions that change, and Spark writes buckets only when it writes a whole table',
+      'options': 'dbt_ivm writes its tables with its own data source options'} -%}
+  {%- for key, why in unsupported.items() if config.get(key) is not none -%}
+    {{ exceptions.raise_compiler_error(prefix ~ "materialized='ivm' does not support the config " ~ key ~ ': ' ~ why ~
+        '. Remove ' ~ key ~ (' (partition_by is supported)' if key != 'options' else '') ~ '.') }}
+  {%- endfor -%}
+  {%- set tblproperties = config.get('tblproperties') or {} -%}
+  {%- if tblproperties is not mapping -%}
+    {{ exceptions.raise_compiler_error(prefix ~ "tblproperties must be a mapping of property names to values, got '" ~
+        tblproperties ~ "'.") }}
+  {%- endif -%}
+  {%- set properties = {} -%}
+  {%- for name, value in tblproperties.items() -%}
+    {%- set reserved = (name | lower).startswith('dbt_ivm.') or name | lower == 'delta.enablechangedatafeed' -%}
+    {%- if reserved -%}
+      {{ exceptions.raise_compiler_error(prefix ~ 'the table property ' ~ name ~
+          ' is set by dbt_ivm (its row key, and the change data feed that downstream ivm models read). Remove it from tblproperties.') }}
+    {%- endif -%}
+    {%- do properties.update({name: value | string}) -%}
+  {%- endfor -%}
+  {%- set location_root = config.get('location_root') -%}
+  {%- if location_root is not none and (location_root is not string or not location_root) -%}
+    {{ exceptions.raise_compiler_error(prefix ~ "location_root must be a path, got '" ~ location_root ~ "'.") }}
+  {%- endif -%}
+  {%- if location_root and partition_by and file_format == 'parquet' -%}
+    {{ exceptions.raise_compiler_error(prefix ~ 'location_root with partition_by is not supported for parquet tables: a '
+        ~ 'rebuild would have to write into the directory the table reads. Set file_format: delta, or remove one of the two.') }}
+  {%- endif -%}
+  {#- dbt checks that persist_docs is a mapping when it parses the project -#}
+  {%- set persist_docs = config.get('persist_docs') or {} -%}
+  {{ return({'tblproperties': properties, 'location_root': location_root or none,
+             'persist_docs': {'relation': persist_docs.get('relation') is sameas true,
+                              'columns': persist_docs.get('columns') is sameas true}}) }}
+{% endmacro %}
