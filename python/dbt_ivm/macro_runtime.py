@@ -126,8 +126,6 @@ class _Macro:
 
 
 class _Adapter:
-    type = "spark"
-
     def __init__(self, macros: Mapping[str, _Macro]) -> None:
         self._macros = macros
 

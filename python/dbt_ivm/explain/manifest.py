@@ -54,10 +54,6 @@ class IvmModel:
     def config(self) -> Mapping[str, Any]:
         return self.node.get("config") or {}
 
-    @property
-    def on_unsupported(self) -> str:
-        return str(self.config.get("ivm_on_unsupported") or "error")
-
 
 @dataclass(frozen=True)
 class Manifest:

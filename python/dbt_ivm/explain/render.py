@@ -118,7 +118,7 @@ def _model_json(report: ModelReport) -> dict[str, Any]:
         "class": report.model_class,
         "shape": report.analysis.shape if report.analysis else None,
         "outcome": report.outcome,
-        "on_unsupported": model.on_unsupported,
+        "on_unsupported": report.on_unsupported,
         "refresh": asdict(report.refresh) if report.refresh else None,
         "upstreams": [
             {

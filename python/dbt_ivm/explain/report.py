@@ -78,6 +78,8 @@ class ModelReport:
     capabilities: tuple[Capability, ...]
     restrictions: tuple[Restriction, ...]
     errors: tuple[str, ...]  # problems that are not restrictions: no compiled SQL, bad config
+    # as _ivm_model_settings reads it; None when the model's settings are invalid
+    on_unsupported: str | None = None
 
     @property
     def refresh(self) -> Refresh | None:
@@ -88,7 +90,7 @@ class ModelReport:
         if self.errors:
             return "fails"
         if self.restrictions:
-            return "full_rebuild_every_run" if self.model.on_unsupported == "full_rebuild" else "fails"
+            return "full_rebuild_every_run" if self.on_unsupported == "full_rebuild" else "fails"
         return "incremental"
 
     @property
@@ -97,14 +99,15 @@ class ModelReport:
 
 
 def explain_model(model: IvmModel, runtime: Runtime) -> ModelReport:
-    errors = (*model.errors, *_config_errors(model, runtime))
+    on_unsupported, config_errors = _settings(model, runtime)
+    errors = (*model.errors, *config_errors)
     if model.compiled_sql is None:
-        return ModelReport(model, "not compiled", None, (), (), (NOT_COMPILED, *errors))
+        return ModelReport(model, "not compiled", None, (), (), (NOT_COMPILED, *errors), on_unsupported)
     try:
         analysis = analyze(runtime, model.compiled_sql, [u.declared for u in model.upstreams])
     except MacroError as error:
         failed = f"the analysis failed: {error}"
-        return ModelReport(model, "not maintainable", None, (), (), (*errors, failed))
+        return ModelReport(model, "not maintainable", None, (), (), (*errors, failed), on_unsupported)
     entries = catalog(runtime)
     restrictions = tuple(_restriction(issue, entries) for issue in analysis.issues)
     if analysis.refresh is None:
@@ -113,18 +116,19 @@ def explain_model(model: IvmModel, runtime: Runtime) -> ModelReport:
         model_class = "recompute-affected-keys"
     else:
         model_class = _CLASSES[analysis.shape]
-    capabilities = _capabilities(model, analysis)
-    return ModelReport(model, model_class, analysis, capabilities, restrictions, errors)
+    capabilities = _capabilities(model, analysis, on_unsupported)
+    return ModelReport(model, model_class, analysis, capabilities, restrictions, errors, on_unsupported)
 
 
-def _config_errors(model: IvmModel, runtime: Runtime) -> tuple[str, ...]:
-    # the config checks of the materialization itself (the first one that fails)
+def _settings(model: IvmModel, runtime: Runtime) -> tuple[str | None, tuple[str, ...]]:
+    """(ivm_on_unsupported, config errors) by the materialization's own config checks (the
+    first one that fails)."""
     try:
         with runtime.bound(model.config):
-            runtime.macro("_ivm_model_settings")(model.node)
+            settings = runtime.macro("_ivm_model_settings")(model.node)
     except MacroError as error:
-        return (str(error),)
-    return ()
+        return None, (str(error),)
+    return settings["on_unsupported"], ()
 
 
 def _restriction(issue: Issue, entries: dict[str, CatalogEntry]) -> Restriction:
@@ -134,7 +138,7 @@ def _restriction(issue: Issue, entries: dict[str, CatalogEntry]) -> Restriction:
     )
 
 
-def _capabilities(model: IvmModel, analysis: Analysis) -> tuple[Capability, ...]:
+def _capabilities(model: IvmModel, analysis: Analysis, on_unsupported: str | None) -> tuple[Capability, ...]:
     read = model.upstreams
     refresh = analysis.refresh
     if refresh is None:
@@ -142,7 +146,7 @@ def _capabilities(model: IvmModel, analysis: Analysis) -> tuple[Capability, ...]
         why = "cannot be maintained incrementally: " + ", ".join(codes)
         rebuild = (
             "on every run (ivm_on_unsupported: full_rebuild)"
-            if model.on_unsupported == "full_rebuild"
+            if on_unsupported == "full_rebuild"
             else "only with ivm_on_unsupported: full_rebuild; until then dbt run fails"
         )
         return (
