@@ -51,14 +51,14 @@ select {{ cols | join(', ') }} from {{ insert_view }}
 
 {#- Build an unpartitioned table into its next generation directory, then (re)create the
     table there: the old table serves reads until the moment it is replaced. The
-    directories are <location_root>/<table>__ivm_g1 and __ivm_g2 with location_root, else
-    beside the schema's tables. -#}
-{% macro ivm_build_generation(target, existing, build_sql, properties={}, location_root=none) %}
-  {{ return(adapter.dispatch('ivm_build_generation', 'dbt_ivm')(target, existing, build_sql, properties, location_root)) }}
+    directories are <location>__ivm_g1 and __ivm_g2 (location: <location_root>/<table> when
+    the model sets location_root), else beside the schema's tables. -#}
+{% macro ivm_build_generation(target, existing, build_sql, properties={}, location=none) %}
+  {{ return(adapter.dispatch('ivm_build_generation', 'dbt_ivm')(target, existing, build_sql, properties, location)) }}
 {% endmacro %}
 
-{% macro default__ivm_build_generation(target, existing, build_sql, properties={}, location_root=none) %}
-  {%- set next_location = dbt_ivm._ivm_next_generation(target, existing, location_root) -%}
+{% macro default__ivm_build_generation(target, existing, build_sql, properties={}, location=none) %}
+  {%- set next_location = dbt_ivm._ivm_next_generation(target, existing, location) -%}
   {%- call statement('main') -%}
     insert overwrite directory '{{ next_location }}' using parquet
     {{ build_sql }}
@@ -67,14 +67,14 @@ select {{ cols | join(', ') }} from {{ insert_view }}
   {%- do run_query('create table ' ~ target ~ " using parquet location '" ~ next_location ~ "' " ~ dbt_ivm._ivm_tblproperties(properties)) -%}
 {% endmacro %}
 
-{#- The generation directory a table is not using now (under location_root when given: a
+{#- The generation directory a table is not using now (beside location when given: a
     changed location_root moves the table there, never onto the directory it reads). -#}
-{% macro _ivm_next_generation(target, existing, location_root=none) %}
-  {%- set location = dbt_ivm._ivm_table_location(existing) if existing is not none and existing.type == 'table' else '' -%}
-  {%- set m = modules.re.match('^(.*)__ivm_g([12])$', location) -%}
+{% macro _ivm_next_generation(target, existing, location=none) %}
+  {%- set current = dbt_ivm._ivm_table_location(existing) if existing is not none and existing.type == 'table' else '' -%}
+  {%- set m = modules.re.match('^(.*)__ivm_g([12])$', current) -%}
   {%- set generation = '__ivm_g' ~ ('2' if m and m.group(2) == '1' else '1') -%}
-  {%- if location_root -%}
-    {{ return(location_root.rstrip('/') ~ '/' ~ target.identifier ~ generation) }}
+  {%- if location -%}
+    {{ return(location ~ generation) }}
   {%- elif m -%}
     {{ return(m.group(1) ~ generation) }}
   {%- endif -%}

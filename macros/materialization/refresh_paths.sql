@@ -48,10 +48,9 @@
   {%- set properties = {} -%}
   {%- do properties.update(settings.tblproperties) -%}
   {%- if row_key -%}{%- do properties.update({'dbt_ivm.row_key': row_key | join(',')}) -%}{%- endif -%}
-  {%- set location_root = settings.location_root -%}
   {%- if settings.get('file_format') == 'delta' -%}
     {%- do dbt_ivm._ivm_delta_build(target, existing, existing_is_delta, build_sql, settings.partition_by, properties,
-        location_root.rstrip('/') ~ '/' ~ target.identifier if location_root else none) -%}
+        settings.location) -%}
   {%- elif settings.partition_by -%}
     {%- if existing is not none -%}{%- do adapter.drop_relation(existing) -%}{%- endif -%}
     {%- call statement('main') -%}
@@ -62,7 +61,7 @@
       as {{ build_sql }}
     {%- endcall -%}
   {%- else -%}
-    {%- do dbt_ivm.ivm_build_generation(target, existing, build_sql, properties, location_root) -%}
+    {%- do dbt_ivm.ivm_build_generation(target, existing, build_sql, properties, settings.location) -%}
   {%- endif -%}
   {%- do dbt_ivm._ivm_persist_docs(target, model, settings.persist_docs) -%}
   {%- if settings.get('change_log') -%}

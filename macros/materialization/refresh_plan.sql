@@ -48,7 +48,7 @@
   {#- a changed table layout (partitions, format, properties, location) rebuilds the table -#}
   {%- set layout = tojson(settings.partition_by) ~ (' delta' if settings.file_format == 'delta' else '') ~
       (' ' ~ tojson(settings.tblproperties) if settings.tblproperties else '') ~
-      (' ' ~ settings.location_root if settings.location_root else '') -%}
+      (' ' ~ settings.location if settings.location else '') -%}
   {%- set definition_hash = local_md5(words | join(' ') ~ tojson(declarations) ~ layout) -%}
   {{ return({'plan': plan, 'template': template, 'spec': spec, 'definition_hash': definition_hash,
              'upstream_columns': upstream_columns}) }}

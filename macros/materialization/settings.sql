@@ -43,10 +43,10 @@
     _ivm_apply_grants) or rejected, never ignored. -#}
 {% macro _ivm_table_settings(model, file_format, partition_by) %}
   {%- set prefix = "Model '" ~ model.name ~ "': " -%}
-  {%- set unsupported = {
-      'clustered_by': 'a refresh rewrites only the rows or partitions that change, and Spark writes buckets only when it writes a whole table',
-      'buckets': 'a refresh rewrites only the rows or partitions that change, and Spark writes buckets only when it writes a whole table',
-      'options': 'dbt_ivm writes its tables with its own data source options'} -%}
+  {%- set bucketing = 'a refresh rewrites only the rows or partitions that change, and Spark writes buckets only when it '
+      ~ 'writes a whole table' -%}
+  {%- set unsupported = {'clustered_by': bucketing, 'buckets': bucketing,
+                         'options': 'dbt_ivm writes its tables with its own data source options'} -%}
   {%- for key, why in unsupported.items() if config.get(key) is not none -%}
     {{ exceptions.raise_compiler_error(prefix ~ "materialized='ivm' does not support the config " ~ key ~ ': ' ~ why ~
         '. Remove ' ~ key ~ (' (partition_by is supported)' if key != 'options' else '') ~ '.') }}
@@ -75,7 +75,8 @@
   {%- endif -%}
   {#- dbt checks that persist_docs is a mapping when it parses the project -#}
   {%- set persist_docs = config.get('persist_docs') or {} -%}
-  {{ return({'tblproperties': properties, 'location_root': location_root or none,
+  {#- the table's directory under location_root, as dbt-spark's location_clause places it -#}
+  {{ return({'tblproperties': properties, 'location': location_root.rstrip('/') ~ '/' ~ model.alias if location_root else none,
              'persist_docs': {'relation': persist_docs.get('relation') is sameas true,
                               'columns': persist_docs.get('columns') is sameas true}}) }}
 {% endmacro %}
