@@ -58,11 +58,11 @@
   {%- endfor -%}
   {%- for b in parsed.blocks if b.id != 0 and b.ok -%}
     {%- if b.get('group_range') -%}
-      {%- do dbt_ivm._ivm_add_issue(parsed, 'IVM040', tk, b.clauses['group'], 'GROUP BY in ' ~ b.name) -%}
+      {%- do dbt_ivm._ivm_add_issue(parsed, 'IVM040', tk, b.clauses['group'], 'GROUP BY in ' ~ b.name, true) -%}
     {%- elif b.distinct -%}
-      {%- do dbt_ivm._ivm_add_issue(parsed, 'IVM040', tk, b.distinct_pos, 'SELECT DISTINCT in ' ~ b.name) -%}
+      {%- do dbt_ivm._ivm_add_issue(parsed, 'IVM040', tk, b.distinct_pos, 'SELECT DISTINCT in ' ~ b.name, true) -%}
     {%- elif b.id in by_block -%}
-      {%- do dbt_ivm._ivm_add_issue(parsed, 'IVM040', tk, by_block[b.id].pos, by_block[b.id].name ~ '() in ' ~ b.name) -%}
+      {%- do dbt_ivm._ivm_add_issue(parsed, 'IVM040', tk, by_block[b.id].pos, by_block[b.id].name ~ '() in ' ~ b.name, true) -%}
     {%- endif -%}
   {%- endfor -%}
   {%- if main is none or not main.ok -%}{{ return(info) }}{%- endif -%}
@@ -75,7 +75,7 @@
   {%- endif -%}
   {%- do info.update({'kind': 'aggregate', 'having': 'having' in main.clauses}) -%}
   {%- if main.distinct -%}
-    {%- do dbt_ivm._ivm_add_issue(parsed, 'IVM043', tk, main.distinct_pos, 'SELECT DISTINCT with GROUP BY or aggregates') -%}
+    {%- do dbt_ivm._ivm_add_issue(parsed, 'IVM043', tk, main.distinct_pos, 'SELECT DISTINCT with GROUP BY or aggregates', true) -%}
   {%- endif -%}
   {#- outermost calls of the select list, in text order -#}
   {%- set select_end = main.clauses['from'] -%}
@@ -91,9 +91,9 @@
     {%- set inside = info.calls | selectattr('pos', '>=', item.s) | selectattr('pos', '<', item.e) | list -%}
     {%- if item.star -%}
       {%- set star = '*' if item.star == '*' else item.star ~ '.*' -%}
-      {%- do dbt_ivm._ivm_add_issue(parsed, 'IVM041', tk, item.s, 'SELECT ' ~ star ~ ' with aggregates') -%}
+      {%- do dbt_ivm._ivm_add_issue(parsed, 'IVM041', tk, item.s, 'SELECT ' ~ star ~ ' with aggregates', true) -%}
     {%- elif inside and dbt_ivm._ivm_column_outside_calls(parsed, item.s, item.xe, inside) -%}
-      {%- do dbt_ivm._ivm_add_issue(parsed, 'IVM042', tk, item.s, 'select item mixing aggregates and columns') -%}
+      {%- do dbt_ivm._ivm_add_issue(parsed, 'IVM042', tk, item.s, 'select item mixing aggregates and columns', true) -%}
     {%- endif -%}
   {%- endfor -%}
   {%- set all_calls = main_calls -%}

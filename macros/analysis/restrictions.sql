@@ -21,7 +21,7 @@
     'IVM011': {
         'what': 'window function',
         'why': 'a window value depends on other rows of its partition, which may not have changed',
-        'fix': 'move the window function to a downstream model (materialized as table or view)'},
+        'fix': 'partition the window function by a key column the model selects (see IVM070), or move it to a downstream model'},
     'IVM012': {
         'what': 'ORDER BY / LIMIT / OFFSET / SORT BY',
         'why': 'which rows LIMIT keeps depends on all rows, and a table keeps no order',
@@ -49,7 +49,7 @@
     'IVM020': {
         'what': 'outer join',
         'why': 'a change on one side turns NULL-extended rows into matches and back',
-        'fix': 'use an inner join, or keep the outer join in a downstream view over ivm models'},
+        'fix': 'select a key of the preserved side so the keyed path can recompute its slices (see IVM070), or use an inner join'},
     'IVM021': {
         'what': 'join without an equality between columns (cross, natural or theta join)',
         'why': 'without an equality each changed row must be joined with every row of the other side',
@@ -74,7 +74,7 @@
     'IVM040': {
         'what': 'aggregate or DISTINCT inside a CTE or derived table',
         'why': 'only the groups of the outermost query are kept, as the rows of the table',
-        'fix': 'keep aggregation in the outermost query: make the inner aggregate its own ivm model and ref() it'},
+        'fix': 'select a key the keyed path can recompute slices by (see IVM070), or make the inner aggregate its own ivm model'},
     'IVM041': {
         'what': 'SELECT * in an aggregate query',
         'why': 'every column of an aggregate table must be a group column or a maintained aggregate',
@@ -95,6 +95,13 @@
         'what': 'aggregate that needs a group recompute in a query without GROUP BY (its only group is the whole input)',
         'why': 'recomputing the only group reads the whole input: a full rebuild on every change',
         'fix': 'add a GROUP BY, or use only count, sum, avg, min and max'},
+    'IVM070': {
+        'what': 'no key to recompute slices by (the keyed path)',
+        'why': 'outer joins, aggregates in CTEs, window functions and semi/anti joins are maintained by deleting and recomputing the '
+            'slices of a key that a change touches; the key must be a row-level output column, not from the NULL-supplying side '
+            'of an outer join, and a PARTITION BY column of every window function',
+        'fix': "set unique_key in the model's config to such output columns, or select one (for example the key of the "
+            'preserved side of the LEFT JOIN, or the PARTITION BY column of the window function)'},
     'IVM050': {
         'what': 'query reads no upstream relation',
         'why': 'there is no upstream whose changes a refresh could apply',

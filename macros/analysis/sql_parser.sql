@@ -42,16 +42,18 @@
           'float', 'real', 'decimal', 'numeric', 'date', 'timestamp', 'timestamp_ntz', 'boolean', 'binary', 'long', 'short', 'byte']) }}
 {% endmacro %}
 
-{% macro _ivm_add_issue(ctx, code, tk, p, construct) %}
+{#- keyed: the keyed recompute path (macros/analysis/keyed.sql) can maintain the construct. -#}
+{% macro _ivm_add_issue(ctx, code, tk, p, construct, keyed=false) %}
   {%- set where = dbt_ivm._ivm_position(tk, p) if p is not none and p >= 0 else 'the model' -%}
-  {%- do ctx.issues.append({'code': code, 'construct': construct, 'position': where}) -%}
+  {%- do ctx.issues.append({'code': code, 'construct': construct, 'position': where, 'keyed': keyed}) -%}
 {% endmacro %}
 
 {#- Parse a compiled model. upstreams: list of {'name', 'parts'} where parts are the
     lower-case name parts the relation renders to in the compiled SQL. -#}
 {% macro _ivm_parse_query(sql, upstreams) %}
   {%- set tk = dbt_ivm._ivm_tokenize(sql) -%}
-  {%- set ctx = {'tk': tk, 'blocks': [], 'issues': [], 'rels': [], 'qualifiers': [], 'ctes': {}, 'cte_reads': {}, 'upstreams': upstreams} -%}
+  {%- set ctx = {'tk': tk, 'blocks': [], 'issues': [], 'rels': [], 'qualifiers': [], 'ctes': {}, 'cte_reads': {}, 'upstreams': upstreams,
+                 'dropped': [], 'notes': []} -%}
   {%- if not tk.balanced -%}
     {%- do dbt_ivm._ivm_add_issue(ctx, 'IVM001', tk, none, 'unbalanced parentheses') -%}
     {{ return(ctx) }}
@@ -74,9 +76,22 @@
   {%- for name, reads in ctx.cte_reads.items() if ctx.rels -%}
     {%- for p in reads[1:] -%}{%- do dbt_ivm._ivm_add_issue(ctx, 'IVM022', tk, p, 'CTE ' ~ name ~ ' read twice') -%}{%- endfor -%}
   {%- endfor -%}
+  {%- do dbt_ivm._ivm_drop_ordering(ctx) -%}
   {%- do dbt_ivm._ivm_scan_functions(ctx) -%}
   {%- do dbt_ivm._ivm_find_qualifiers(ctx) -%}
   {{ return(ctx) }}
+{% endmacro %}
+
+{#- Blank the tokens of ORDER BY / SORT BY clauses without LIMIT: every SQL made from the
+    tokens (templates, the definition view) leaves them out, and a note says so. -#}
+{% macro _ivm_drop_ordering(ctx) %}
+  {%- set tk = ctx.tk -%}
+  {%- for d in ctx.dropped -%}
+    {%- do ctx.notes.append(d.construct ~ ' at ' ~ dbt_ivm._ivm_position(tk, d.s) ~ ' dropped: a table keeps no order') -%}
+    {%- for p in range(d.s, d.e) -%}
+      {%- do tk.tokens[tk.significant[p]].update({'text': '', 'lower': '', 'word': ''}) -%}
+    {%- endfor -%}
+  {%- endfor -%}
 {% endmacro %}
 
 {% macro _ivm_parse_block(ctx, job, queue) %}
@@ -139,11 +154,17 @@
   {%- if 'lateral' in clauses -%}
     {%- do dbt_ivm._ivm_add_issue(ctx, 'IVM015', tk, clauses['lateral'], 'LATERAL VIEW') -%}
   {%- endif -%}
+  {#- ORDER BY / SORT BY without LIMIT orders nothing a table keeps: dropped (ctx.dropped) -#}
+  {%- set limited = 'limit' in clauses or 'offset' in clauses -%}
   {%- for kw in ['order', 'limit', 'offset', 'sort', 'cluster', 'distribute'] if kw in clauses -%}
-    {%- do dbt_ivm._ivm_add_issue(ctx, 'IVM012', tk, clauses[kw], kw | upper ~ (' BY' if kw not in ('limit', 'offset') else '')) -%}
+    {%- if kw in ('order', 'sort') and not limited -%}
+      {%- do ctx.dropped.append({'s': clauses[kw], 'e': ns.e, 'construct': kw | upper ~ ' BY'}) -%}
+    {%- else -%}
+      {%- do dbt_ivm._ivm_add_issue(ctx, 'IVM012', tk, clauses[kw], kw | upper ~ (' BY' if kw not in ('limit', 'offset') else '')) -%}
+    {%- endif -%}
   {%- endfor -%}
   {%- for kw in ['window', 'qualify'] if kw in clauses -%}
-    {%- do dbt_ivm._ivm_add_issue(ctx, 'IVM011', tk, clauses[kw], kw | upper ~ ' clause') -%}
+    {%- do dbt_ivm._ivm_add_issue(ctx, 'IVM011', tk, clauses[kw], kw | upper ~ ' clause', kw == 'qualify') -%}
   {%- endfor -%}
   {%- set positions = clauses.values() | list | sort -%}
   {%- if 'from' not in clauses -%}
@@ -163,7 +184,7 @@
   {%- set fe = namespace(e=ns.e) -%}
   {%- for p in positions if p > from_pos and p < fe.e -%}{%- set fe.e = p -%}{%- endfor -%}
   {#- ranges of WHERE / GROUP BY / HAVING -#}
-  {%- for kw in ['where', 'group', 'having'] if kw in clauses -%}
+  {%- for kw in ['where', 'group', 'having', 'qualify'] if kw in clauses -%}
     {%- set r = namespace(e=ns.e) -%}
     {%- for p in positions if p > clauses[kw] and p < r.e -%}{%- set r.e = p -%}{%- endfor -%}
     {%- set start = clauses[kw] + (2 if kw == 'group' else 1) -%}
@@ -337,9 +358,9 @@
   {%- for item in block.from_items if item.join != 'from' -%}
     {%- set j = item.join -%}
     {%- if j in ('left', 'right', 'full') -%}
-      {%- do dbt_ivm._ivm_add_issue(ctx, 'IVM020', tk, item.join_pos, j | upper ~ ' OUTER JOIN') -%}
+      {%- do dbt_ivm._ivm_add_issue(ctx, 'IVM020', tk, item.join_pos, j | upper ~ ' OUTER JOIN', true) -%}
     {%- elif j in ('left semi', 'left anti', 'semi', 'anti') -%}
-      {%- do dbt_ivm._ivm_add_issue(ctx, 'IVM014', tk, item.join_pos, j | upper ~ ' JOIN') -%}
+      {%- do dbt_ivm._ivm_add_issue(ctx, 'IVM014', tk, item.join_pos, j | upper ~ ' JOIN', true) -%}
     {%- elif 'natural' in j -%}
       {%- do dbt_ivm._ivm_add_issue(ctx, 'IVM021', tk, item.join_pos, 'NATURAL JOIN (name the join columns with ON)') -%}
     {%- elif j == 'cross' -%}
@@ -427,7 +448,7 @@
       {%- elif next.text == '(' and t.lower in dbt_ivm._ivm_generator_functions() -%}
         {%- do dbt_ivm._ivm_add_issue(ctx, 'IVM015', tk, p, t.lower ~ '()') -%}
       {%- elif t.word == 'over' and (next.text == '(' or next.kind in ('word', 'qid')) -%}
-        {%- do dbt_ivm._ivm_add_issue(ctx, 'IVM011', tk, p, 'window function (OVER)') -%}
+        {%- do dbt_ivm._ivm_add_issue(ctx, 'IVM011', tk, p, 'window function (OVER)', true) -%}
       {%- elif next.text == '(' and t.lower in dbt_ivm._ivm_aggregate_functions() -%}
         {%- do aggs.append(dbt_ivm._ivm_aggregate_call(tk, t.lower, p)) -%}
       {%- endif -%}

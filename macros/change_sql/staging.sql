@@ -71,6 +71,46 @@
              'predicates': predicates, 'reason': reason, 'reads_upstreams': multi, 'delta': delta_apply}) }}
 {% endmacro %}
 
+{#- Keyed recompute (macros/analysis/keyed.sql): the slices the change touches, from one key
+    term per occurrence of a changed upstream, are deleted and recomputed from the
+    definition at the fixed versions, restricted to their keys. -#}
+{% macro _ivm_stage_keyed_changes(spec, target, plan, prefix, temp_views) %}
+  {%- set key = spec.key -%}
+  {%- set by_index = {} -%}
+  {%- for p in plan -%}{%- do by_index.update({p.index: p}) -%}{%- endfor -%}
+  {%- set parts = [] -%}
+  {%- for term in spec.terms if by_index[term.upstream].changed -%}
+    {%- set relations = {} -%}
+    {%- for q in plan -%}
+      {%- set current = dbt_ivm.ivm_snapshot_sql(q.up, q.columns, q.to) -%}
+      {%- if q.changed and q.old > 0 -%}
+        {%- set current = '(select * from ' ~ current ~ ' __ivm_c union all select * from ' ~ dbt_ivm._ivm_old_images_sql(q) ~ ' __ivm_o)' -%}
+      {%- endif -%}
+      {%- do relations.update({q.index: current}) -%}
+    {%- endfor -%}
+    {%- set p = by_index[term.upstream] -%}
+    {%- set images = [dbt_ivm._ivm_new_images_sql(p)] + ([dbt_ivm._ivm_old_images_sql(p)] if p.old > 0 else []) -%}
+    {%- set changed_rows = '(select * from ' ~ images | join(' __ivm_i union all select * from ') ~ ' __ivm_i)' -%}
+    {%- do parts.append(dbt_ivm._ivm_fill_relations(term.sql.replace('__IVM_DELTA__', changed_rows), relations)) -%}
+  {%- endfor -%}
+  {%- set affected_view = prefix ~ '_keys' -%}
+  {%- do temp_views.append(affected_view) -%}
+  {%- do dbt_ivm._ivm_cache_view(affected_view, 'select distinct * from (\n' ~ parts | join('\nunion all\n') ~ '\n) __ivm_a') -%}
+  {%- set relations = {} -%}
+  {%- for p in plan -%}{%- do relations.update({p.index: dbt_ivm.ivm_snapshot_sql(p.up, p.columns, p.to)}) -%}{%- endfor -%}
+  {%- set insert_view = prefix ~ '_ins' -%}
+  {%- do temp_views.append(insert_view) -%}
+  {%- do dbt_ivm._ivm_cache_view(insert_view, dbt_ivm._ivm_aggregate_recompute_sql(dbt_ivm._ivm_fill_relations(spec.full,
+      relations), affected_view, key)) -%}
+  {%- set predicates = dbt_ivm._ivm_group_delete_predicates(affected_view, key, '__ivm_v') -%}
+  {%- set counts = run_query('select (select count(*) from ' ~ affected_view ~ '), (select count(*) from ' ~ insert_view ~
+      '), (select count(*) from ' ~ target ~ ' __ivm_v ' ~ predicates.joins | join(' ') ~ ' where ' ~ predicates.flag ~ ')').rows[0] -%}
+  {%- set reason = 'keyed: recomputed ' ~ counts[0] ~ ' affected slice(s) of ' ~ key | join(', ') ~ ' from the definition' -%}
+  {{ return({'insert_view': insert_view, 'rows_inserted': counts[1], 'rows_deleted': counts[2], 'rewrite': true,
+             'predicates': predicates, 'reason': reason, 'reads_upstreams': true,
+             'delta': {'kind': 'slices', 'affected_view': affected_view, 'keys': key}}) }}
+{% endmacro %}
+
 {#- Cache a query as a temporary view; a view of the same name left by a refresh that
     failed earlier in this Spark session is dropped first. Lazy: the first query that
     reads the view (each refresh counts its rows next) computes and caches it in the same

@@ -11,7 +11,7 @@
   {%- set settings = dbt_ivm._ivm_model_settings(model) -%}
   {%- do dbt_ivm._ivm_check_grants(model) -%}
   {%- set upstreams = dbt_ivm.ivm_detect_change_feeds(model, dbt_ivm.ivm_upstreams(model)) -%}
-  {%- set analysis = dbt_ivm.ivm_analyze(sql, upstreams) -%}
+  {%- set analysis = dbt_ivm.ivm_analyze(sql, upstreams, settings.unique_key) -%}
   {%- if analysis.issues and settings.on_unsupported != 'full_rebuild' -%}
     {{ exceptions.raise_compiler_error(dbt_ivm._ivm_format_issues(model.name, analysis.issues)) }}
   {%- endif -%}

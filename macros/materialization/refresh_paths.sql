@@ -68,7 +68,17 @@
     {%- do dbt_ivm.ivm_create_change_log(target, settings.change_log) -%}
     {%- do entry.update({'changes_logged': true}) -%}
   {%- endif -%}
-  {%- set rows = run_query('select count(*) from ' ~ target).rows[0][0] -%}
+  {#- the model's unique_key holds (the keyed path slices by it; ivm models reading this one net by it) -#}
+  {%- set unique = entry.get('check_unique') -%}
+  {%- set dup_sql = '(select count(*) from (select 1 from ' ~ target ~ ' group by ' ~ dbt_ivm._ivm_quote_all(unique) | join(', ')
+      ~ ' having count(*) > 1))' if unique else '0' -%}
+  {%- set counted = run_query('select count(*), ' ~ dup_sql ~ ' from ' ~ target).rows[0] -%}
+  {%- set rows = counted[0] -%}
+  {%- if counted[1] > 0 -%}
+    {{ exceptions.raise_compiler_error("Model '" ~ model.name ~ "': unique_key (" ~ unique | join(', ') ~ ') is not unique: ' ~
+        counted[1] ~ ' key value(s) have more than one row. Fix the model so that its key names one row, or set unique_key '
+        'to the columns that do (dbt_ivm recomputes slices by it, and ivm models that read this one net changes by it).') }}
+  {%- endif -%}
   {%- set columns = entry.get('columns') or {} -%}
   {%- do columns.update({'.': dbt_ivm._ivm_columns_signature(adapter.get_columns_in_relation(target))}) -%}
   {%- do entry.update({'status': 'success', 'rows_inserted': rows, 'rows_deleted': 0, 'columns': columns,
@@ -258,6 +268,8 @@
   {%- do entry.columns.update({'.': table_columns}) -%}
   {%- if spec is none -%}
     {%- set stage = dbt_ivm._ivm_stage_join_changes(target, template, plan, state, prefix, temp_views, nv.old > 0 or state.repair) -%}
+  {%- elif spec.kind == 'keyed' -%}
+    {%- set stage = dbt_ivm._ivm_stage_keyed_changes(spec, target, plan, prefix, temp_views) -%}
   {%- else -%}
     {%- set stage = dbt_ivm._ivm_stage_aggregate_changes(spec, target, target_columns, plan, prefix, temp_views, nv.old > 0,
         settings.partition_by | length > 0) -%}

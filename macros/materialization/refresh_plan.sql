@@ -23,6 +23,13 @@
     {%- if plan | rejectattr('up.kind', 'equalto', 'change_log') | list or plan | rejectattr('up.hidden') | list -%}
       {%- set row_key = [] -%}
     {%- endif -%}
+  {%- elif analysis.shape == 'keyed' -%}
+    {%- set no_hidden = {} -%}
+    {%- for i in used -%}{%- do no_hidden.update({i: []}) -%}{%- endfor -%}
+    {%- set template = dbt_ivm._ivm_rewrite_template(analysis.parsed, no_hidden) -%}
+    {%- set spec = {'kind': 'keyed', 'key': analysis.keyed.key, 'terms': analysis.keyed.terms, 'full': template} -%}
+    {%- set row_key = analysis.keyed.row_key or [] -%}
+    {%- do entry.update({'check_unique': settings.unique_key}) -%}
   {%- else -%}
     {#- an aggregate's rows are its groups: no upstream row keys are carried -#}
     {%- set no_hidden = {} -%}
@@ -91,7 +98,8 @@
   {#- upstream versions are fixed from here: changes committed later wait for the next run -#}
   {%- set state, versions_to = position.state, position.versions_to -%}
   {%- set reason = position.full_reason or position.upstream_reason -%}
-  {%- set aggregate_to_repair = inputs.spec is not none and state.repair -%}
+  {#- a keyed recompute re-applies by key, like a join; aggregate states cannot -#}
+  {%- set aggregate_to_repair = inputs.spec is not none and inputs.spec.kind != 'keyed' and state.repair -%}
   {%- if not reason and aggregate_to_repair -%}
     {%- set reason = state.repair ~ ': rebuilding, as aggregate states cannot be re-applied by key' -%}
   {%- endif -%}

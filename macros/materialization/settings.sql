@@ -27,12 +27,20 @@
         "': ivm_rebuild_above must be a positive number (changed rows as a fraction of the changed upstreams' rows, e.g. 0.05) or "
             "false to never rebuild for size, got '" ~ rebuild_above ~ "'.") }}
   {%- endif -%}
+  {#- the model's row key, as dbt's incremental models name it: keys the slices of the keyed path -#}
+  {%- set unique_key = config.get('unique_key') -%}
+  {%- set unique_key = [unique_key] if unique_key is string else unique_key -%}
+  {%- if unique_key is not none and (unique_key is mapping or unique_key is not iterable or not unique_key
+        or unique_key | reject('string') | list) -%}
+    {{ exceptions.raise_compiler_error("Model '" ~ model.name ~ "': unique_key must be a column name or a list of column names, got '"
+        ~ unique_key ~ "'.") }}
+  {%- endif -%}
   {%- set settings = {'lease_wait': config.get('ivm_lease_wait', 0), 'lease_timeout': config.get('ivm_lease_timeout', 3600)} -%}
   {%- for key, value in settings.items() if value is sameas true or value is not number or value < 0 or (key == 'lease_timeout' and value == 0) -%}
     {{ exceptions.raise_compiler_error("Model '" ~ model.name ~ "': ivm_" ~ key ~ ' must be a number of seconds'
         ~ (' above 0' if key == 'lease_timeout' else ' (0: do not wait)') ~ ", got '" ~ value ~ "'.") }}
   {%- endfor -%}
-  {%- do settings.update({'on_unsupported': on_unsupported, 'partition_by': partition_by | map('lower') | list,
+  {%- do settings.update({'unique_key': unique_key | map('lower') | list if unique_key else none, 'on_unsupported': on_unsupported, 'partition_by': partition_by | map('lower') | list,
                           'rebuild_above': rebuild_above or none, 'file_format': file_format,
                           'on_change_feed_error': on_feed_error}) -%}
   {%- do settings.update(dbt_ivm._ivm_table_settings(model, file_format, partition_by)) -%}

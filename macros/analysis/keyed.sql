@@ -1,0 +1,402 @@
+{#- The keyed recompute path (seed 002's general method): a model that the join and
+    aggregate algorithms cannot maintain (outer joins, aggregates in CTEs, window functions,
+    semi/anti joins, an upstream read twice) is refreshed by slices of a key R, a set of its
+    output columns: the slices that a change can touch are deleted and recomputed from the
+    definition, restricted to their keys.
+
+    Which slices a change touches is computed by a key term per upstream occurrence: the
+    model's query with that occurrence replaced by the old and new images of its changed
+    rows, every other upstream read as its current rows plus the old images of its changed
+    rows (a superset of both versions), and every construct made monotone so that any view
+    row (old or new) derived with a changed row keeps its key in the term:
+      * an outer join whose NULL-supplying side holds the occurrence becomes inner (a FULL
+        join keeps the occurrence's side), an anti join on it becomes a semi join, and an
+        anti join whose kept side holds it no longer filters;
+      * HAVING and QUALIFY go, and so does every WHERE / ON conjunct over a value computed
+        by an aggregate or a window function (such values differ on partial input).
+    The key columns themselves must be row-level values (no aggregate or window result),
+    never from the NULL-supplying side of an outer join, and PARTITION BY columns of every
+    window function the rows pass through (a change moves a whole partition), with no join
+    between the window and the output. -#}
+
+{#- {'key': R (output column names) or none, 'row_key': unique output columns or none,
+     'terms': [{'rel', 'upstream', 'sql'}], 'issues': what prevents the path}. -#}
+{% macro _ivm_keyed_rules(parsed, aggregation, unique_key) %}
+  {%- set tk = parsed.tk -%}
+  {%- set result = {'key': none, 'row_key': none, 'terms': [], 'issues': []} -%}
+  {%- set fail = {'code': none} -%}
+  {%- for name, reads in parsed.cte_reads.items() if reads | length > 1 -%}
+    {%- do result.issues.append({'code': 'IVM022', 'construct': 'CTE ' ~ name ~ ' read twice (the keyed path reads each upstream '
+        'occurrence on its own: read the upstream twice instead)', 'position': dbt_ivm._ivm_position(tk, reads[1])}) -%}
+  {%- endfor -%}
+  {%- set windows = {} -%}
+  {%- for b in parsed.blocks if b.ok -%}
+    {%- set wins = dbt_ivm._ivm_windows_in(parsed, b) -%}
+    {%- if wins -%}{%- do windows.update({b.id: wins}) -%}{%- endif -%}
+    {%- for w in wins if w.partition is none -%}
+      {%- do result.issues.append({'code': 'IVM011', 'construct': 'window function without PARTITION BY (or over a named window): '
+          'a change moves every row', 'position': dbt_ivm._ivm_position(tk, w.p)}) -%}
+    {%- endfor -%}
+  {%- endfor -%}
+  {%- if result.issues -%}{{ return(result) }}{%- endif -%}
+  {%- set main = parsed.blocks[0] -%}
+  {#- the key: unique_key, else the GROUP BY items, else every output column that qualifies -#}
+  {%- set primary = unique_key or dbt_ivm._ivm_group_key_names(parsed, main, aggregation) -%}
+  {%- set traced = {} -%}
+  {%- for name in primary -%}{%- do traced.update({name: dbt_ivm._ivm_key_column(parsed, main, name, windows)}) -%}{%- endfor -%}
+  {%- if primary and traced.values() | rejectattr('ok') | list | length == 0 -%}
+    {%- set key = primary -%}
+  {%- else -%}
+    {%- set key = [] -%}
+    {%- for name in dbt_ivm._ivm_output_names(parsed, main) if name not in traced and name not in key -%}
+      {%- if dbt_ivm._ivm_key_column(parsed, main, name, windows).ok -%}{%- do key.append(name) -%}{%- endif -%}
+    {%- endfor -%}
+  {%- endif -%}
+  {%- if not key -%}
+    {%- set failed = traced.values() | rejectattr('ok') | list -%}
+    {%- set why = (primary | join(', ') ~ ': ' ~ failed[0].why) if failed else 'no output column names a row by a row-level value' -%}
+    {%- do result.issues.append({'code': 'IVM070', 'construct': 'no key to recompute slices by (' ~ why ~ ')',
+        'position': 'the model'}) -%}
+    {{ return(result) }}
+  {%- endif -%}
+  {%- set row_key = unique_key or (primary if primary and key == primary else none) -%}
+  {%- do result.update({'key': key, 'row_key': row_key or none}) -%}
+  {%- for r in parsed.rels -%}
+    {%- do result.terms.append({'rel': loop.index0, 'upstream': r.upstream, 'sql': dbt_ivm._ivm_key_term(parsed, loop.index0, key, windows)}) -%}
+  {%- endfor -%}
+  {{ return(result) }}
+{% endmacro %}
+
+{#- Output column `name` traced as a key column: it must pass through every window function. -#}
+{% macro _ivm_key_column(parsed, main, name, windows) %}
+  {%- set t = dbt_ivm._ivm_trace_output(parsed, main, name, windows) -%}
+  {%- for b in parsed.blocks if t.ok and b.id in windows and b.id not in t.windows -%}
+    {{ return({'ok': false, 'why': name ~ ' does not pass through the window function in ' ~ b.name ~
+        ' (a key must be one of its PARTITION BY columns)', 'windows': []}) }}
+  {%- endfor -%}
+  {{ return(t) }}
+{% endmacro %}
+
+{#- Names of the select items that are the GROUP BY expressions of the main query (all of them, or none). -#}
+{% macro _ivm_group_key_names(parsed, main, aggregation) %}
+  {%- if aggregation.kind != 'aggregate' or not aggregation.group_exprs -%}{{ return([]) }}{%- endif -%}
+  {%- set names = [] -%}
+  {%- for g in aggregation.group_exprs -%}
+    {%- set text = dbt_ivm._ivm_norm_text(parsed, g[0], g[1]) -%}
+    {%- set found = namespace(name=none) -%}
+    {%- for item in main['items'] if found.name is none and item.name is not none -%}
+      {%- if dbt_ivm._ivm_norm_text(parsed, item.s, item.xe) == text or text == item.name -%}{%- set found.name = item.name -%}{%- endif -%}
+    {%- endfor -%}
+    {%- if found.name is none -%}{{ return([]) }}{%- endif -%}
+    {%- do names.append(found.name) -%}
+  {%- endfor -%}
+  {{ return(names) }}
+{% endmacro %}
+
+{#- Lower-case significant token texts of [s, e), joined by spaces. -#}
+{% macro _ivm_norm_text(parsed, s, e) %}
+  {%- set out = [] -%}
+  {%- for p in range(s, e) -%}{%- do out.append(parsed.tk.tokens[parsed.tk.significant[p]].lower) -%}{%- endfor -%}
+  {{ return(out | join(' ')) }}
+{% endmacro %}
+
+{#- Output column names of a block: named items, and what its stars bring from CTEs and
+    derived tables (a star over an upstream brings names unknown here: left out). -#}
+{% macro _ivm_output_names(parsed, block) %}
+  {%- set names = [] -%}
+  {%- for item in block['items'] -%}
+    {%- if item.name is not none -%}
+      {%- do names.append(item.name) -%}
+    {%- elif item.star -%}
+      {%- for it in block.from_items if it.kind in ('cte', 'derived') and item.star in ('*', it.alias) -%}
+        {%- do names.extend(dbt_ivm._ivm_output_names(parsed, dbt_ivm._ivm_child_block(parsed, it))) -%}
+      {%- endfor -%}
+    {%- endif -%}
+  {%- endfor -%}
+  {{ return(names) }}
+{% endmacro %}
+
+{% macro _ivm_child_block(parsed, item) %}
+  {%- for b in parsed.blocks if b.name == item.name and b.kind in ('cte', 'derived') -%}{{ return(b) }}{%- endfor -%}
+  {{ return(none) }}
+{% endmacro %}
+
+{#- Trace output column `name` of block down to the upstreams: {'ok', 'why', 'windows'
+    (ids of the window blocks it passes through, each checked)}. -#}
+{% macro _ivm_trace_output(parsed, block, name, windows) %}
+  {%- for item in block['items'] if item.name == name -%}
+    {{ return(dbt_ivm._ivm_trace_expr(parsed, block, item.s, item.xe, windows)) }}
+  {%- endfor -%}
+  {%- set stars = block['items'] | selectattr('star') | list -%}
+  {%- if stars | length == 1 -%}
+    {{ return(dbt_ivm._ivm_trace_ref(parsed, block, none if stars[0].star == '*' else stars[0].star, name, windows)) }}
+  {%- endif -%}
+  {{ return({'ok': false, 'why': name ~ ' is not a named output column of ' ~ block.name, 'windows': []}) }}
+{% endmacro %}
+
+{% macro _ivm_trace_expr(parsed, block, s, e, windows) %}
+  {%- set local = dbt_ivm._ivm_local_value(parsed, block, s, e) -%}
+  {%- if local -%}{{ return({'ok': false, 'why': 'computed by ' ~ local, 'windows': []}) }}{%- endif -%}
+  {%- set check = dbt_ivm._ivm_window_check(parsed, block, dbt_ivm._ivm_norm_text(parsed, s, e), windows) -%}
+  {%- if check -%}{{ return({'ok': false, 'why': check, 'windows': []}) }}{%- endif -%}
+  {%- set seen = [block.id] if block.id in windows else [] -%}
+  {%- for ref in dbt_ivm._ivm_column_refs(parsed, s, e) -%}
+    {%- set t = dbt_ivm._ivm_trace_source(parsed, block, ref.qual, ref.name, windows) -%}
+    {%- if not t.ok -%}{{ return(t) }}{%- endif -%}
+    {%- do seen.extend(t.windows) -%}
+  {%- endfor -%}
+  {{ return({'ok': true, 'why': none, 'windows': seen | unique | list}) }}
+{% endmacro %}
+
+{#- A column reference that a block passes through (a star): the window check, then its source. -#}
+{% macro _ivm_trace_ref(parsed, block, qual, name, windows) %}
+  {%- set check = dbt_ivm._ivm_window_check(parsed, block, (qual ~ ' . ' if qual else '') ~ name, windows) -%}
+  {%- if check -%}{{ return({'ok': false, 'why': check, 'windows': []}) }}{%- endif -%}
+  {%- set t = dbt_ivm._ivm_trace_source(parsed, block, qual, name, windows) -%}
+  {%- if t.ok and block.id in windows -%}{%- do t.update({'windows': t.windows + [block.id]}) -%}{%- endif -%}
+  {{ return(t) }}
+{% endmacro %}
+
+{#- The FROM item of block that column [qual.]name comes from, checked: not NULL-supplying,
+    and traced further into a CTE or derived table. -#}
+{% macro _ivm_trace_source(parsed, block, qual, name, windows) %}
+  {%- set items = block.from_items -%}
+  {%- set candidates = [] -%}
+  {%- for i in range(items | length) if (qual is none or items[i].alias == qual) and items[i].join not in ('left semi', 'left anti', 'semi', 'anti') -%}
+    {%- set child = dbt_ivm._ivm_child_block(parsed, items[i]) if items[i].kind != 'upstream' else none -%}
+    {%- if child is none or qual is not none or name in dbt_ivm._ivm_output_names(parsed, child) or child['items'] | selectattr('star') | list -%}
+      {%- do candidates.append(i) -%}
+    {%- endif -%}
+  {%- endfor -%}
+  {%- set shown = (qual ~ '.' if qual else '') ~ name -%}
+  {%- if candidates | length != 1 -%}
+    {{ return({'ok': false, 'why': 'cannot tell which relation ' ~ shown ~ ' in ' ~ block.name ~
+        ' comes from (qualify it with its relation alias)', 'windows': []}) }}
+  {%- endif -%}
+  {%- set j = candidates[0] -%}
+  {%- if dbt_ivm._ivm_null_supplying(items, j) -%}
+    {{ return({'ok': false, 'why': shown ~ ' comes from the NULL-supplying side of an outer join in ' ~ block.name, 'windows': []}) }}
+  {%- endif -%}
+  {%- set it = items[j] -%}
+  {%- if it.kind == 'upstream' -%}{{ return({'ok': true, 'why': none, 'windows': []}) }}{%- endif -%}
+  {%- set child = dbt_ivm._ivm_child_block(parsed, it) -%}
+  {%- set t = dbt_ivm._ivm_trace_output(parsed, child, name, windows) -%}
+  {%- if t.ok and t.windows and items | length > 1 -%}
+    {{ return({'ok': false, 'why': block.name ~ ' joins the rows of the window function in ' ~ child.name ~
+        ' (keep joins below the window function)', 'windows': []}) }}
+  {%- endif -%}
+  {{ return(t) }}
+{% endmacro %}
+
+{#- True when item j of a FROM list (joined left to right) may be NULL-extended. -#}
+{% macro _ivm_null_supplying(items, j) %}
+  {%- for k in range(1, items | length) -%}
+    {%- set join = items[k].join -%}
+    {%- if (join == 'left' and k == j) or (join == 'right' and j < k) or (join == 'full' and j <= k) -%}{{ return(true) }}{%- endif -%}
+  {%- endfor -%}
+  {{ return(false) }}
+{% endmacro %}
+
+{#- Why expression [s, e) of block is not a row-level value, or '' : an aggregate call, a
+    window function, or a column that a CTE or derived table computes so. -#}
+{% macro _ivm_local_value(parsed, block, s, e) %}
+  {%- set toks = parsed.tk.tokens -%}
+  {%- set sig = parsed.tk.significant -%}
+  {%- for call in parsed.get('aggregates', []) if call.pos >= s and call.pos < e -%}
+    {{ return('the aggregate ' ~ call.name ~ '()') }}
+  {%- endfor -%}
+  {%- for p in range(s, e) if toks[sig[p]].word == 'over' -%}{{ return('a window function') }}{%- endfor -%}
+  {%- for ref in dbt_ivm._ivm_column_refs(parsed, s, e) -%}
+    {%- set why = dbt_ivm._ivm_value_column(parsed, block, ref.qual, ref.name) -%}
+    {%- if why -%}{{ return(why) }}{%- endif -%}
+  {%- endfor -%}
+  {{ return('') }}
+{% endmacro %}
+
+{#- Why column [qual.]name of block holds a computed value (aggregate or window result in
+    a CTE or derived table it may come from), or ''. -#}
+{% macro _ivm_value_column(parsed, block, qual, name) %}
+  {%- for it in block.from_items if it.kind in ('cte', 'derived') and (qual is none or it.alias == qual) -%}
+    {%- set child = dbt_ivm._ivm_child_block(parsed, it) -%}
+    {%- set named = child['items'] | selectattr('name', 'equalto', name) | list -%}
+    {%- if named -%}
+      {%- set why = dbt_ivm._ivm_local_value(parsed, child, named[0].s, named[0].xe) -%}
+      {%- if why -%}{{ return(why ~ ' in ' ~ child.name) }}{%- endif -%}
+    {%- else -%}
+      {%- for star in child['items'] | selectattr('star') -%}
+        {%- set why = dbt_ivm._ivm_value_column(parsed, child, none if star.star == '*' else star.star, name) -%}
+        {%- if why -%}{{ return(why) }}{%- endif -%}
+      {%- endfor -%}
+    {%- endif -%}
+  {%- endfor -%}
+  {{ return('') }}
+{% endmacro %}
+
+{#- Column references in [s, e): [{'qual', 'name'}] (a qualifier of more than one part keeps its last). -#}
+{% macro _ivm_column_refs(parsed, s, e) %}
+  {%- set toks = parsed.tk.tokens -%}
+  {%- set sig = parsed.tk.significant -%}
+  {%- set n = sig | length -%}
+  {%- set refs = [] -%}
+  {%- for p in range(s, e) -%}
+    {%- set t = toks[sig[p]] -%}
+    {%- set next = toks[sig[p + 1]].text if p + 1 < n else '' -%}
+    {%- set prev = toks[sig[p - 1]].text if p > 0 else '' -%}
+    {%- set is_name = t.kind == 'qid' or (t.kind == 'word' and t.word and t.word not in dbt_ivm._ivm_non_column_words()) -%}
+    {%- if is_name and next not in ('(', '.') and (p + 1 >= n or toks[sig[p + 1]].kind != 'str') -%}
+      {%- set qual = toks[sig[p - 2]].lower if prev == '.' and p >= 2 else none -%}
+      {%- do refs.append({'qual': qual, 'name': t.lower}) -%}
+    {%- endif -%}
+  {%- endfor -%}
+  {{ return(refs) }}
+{% endmacro %}
+
+{#- The window functions whose OVER belongs to block: [{'p', 'partition': [normalized
+    PARTITION BY expressions] or none (no PARTITION BY, or a named window)}]. -#}
+{% macro _ivm_windows_in(parsed, block) %}
+  {%- set toks = parsed.tk.tokens -%}
+  {%- set sig = parsed.tk.significant -%}
+  {%- set wins = [] -%}
+  {%- for p in range(block.s, block.e) if toks[sig[p]].word == 'over' and dbt_ivm._ivm_block_at(parsed, p).id == block.id -%}
+    {%- set w = {'p': p, 'partition': none} -%}
+    {%- if toks[sig[p + 1]].text == '(' and toks[sig[p + 2]].word == 'partition' and toks[sig[p + 3]].word == 'by' -%}
+      {%- set close = dbt_ivm._ivm_match_paren(parsed.tk, p + 1) -%}
+      {%- set depth = toks[sig[p + 2]].depth -%}
+      {%- set parts = [] -%}
+      {%- set cur = namespace(s=p + 4, done=false) -%}
+      {%- for q in range(p + 4, close + 1) if not cur.done -%}
+        {%- set t = toks[sig[q]] -%}
+        {%- set ends = q == close or (t.depth == depth and t.word in ('order', 'rows', 'range')) -%}
+        {%- if ends or (t.depth == depth and t.text == ',') -%}
+          {%- do parts.append(dbt_ivm._ivm_norm_text(parsed, cur.s, q)) -%}
+          {%- set cur.s = q + 1 -%}
+          {%- if ends -%}{%- set cur.done = true -%}{%- endif -%}
+        {%- endif -%}
+      {%- endfor -%}
+      {%- do w.update({'partition': parts}) -%}
+    {%- endif -%}
+    {%- do wins.append(w) -%}
+  {%- endfor -%}
+  {{ return(wins) }}
+{% endmacro %}
+
+{#- '' when the expression (normalized text) is a PARTITION BY expression of every window
+    function of block; else why not. A bare column matches its qualified form. -#}
+{% macro _ivm_window_check(parsed, block, text, windows) %}
+  {%- for w in windows.get(block.id, []) -%}
+    {%- set ns = namespace(hit=false) -%}
+    {%- for part in w.partition if part == text or part.split(' . ')[-1] == text or text.split(' . ')[-1] == part -%}
+      {%- set ns.hit = true -%}
+    {%- endfor -%}
+    {%- if not ns.hit -%}
+      {{ return(text.replace(' . ', '.') ~ ' is not a PARTITION BY column of the window function at ' ~ dbt_ivm._ivm_position(parsed.tk, w.p)) }}
+    {%- endif -%}
+  {%- endfor -%}
+  {{ return('') }}
+{% endmacro %}
+
+{#- True when a block below block (through its CTEs and derived tables) has a window function. -#}
+{% macro _ivm_window_below(parsed, block, windows) %}
+  {%- for it in block.from_items if it.kind in ('cte', 'derived') -%}
+    {%- set child = dbt_ivm._ivm_child_block(parsed, it) -%}
+    {%- if child.id in windows or dbt_ivm._ivm_window_below(parsed, child, windows) -%}{{ return(true) }}{%- endif -%}
+  {%- endfor -%}
+  {{ return(false) }}
+{% endmacro %}
+
+{#- Top-level AND-conjuncts of [s, e) as [s, e) ranges (one conjunct when an OR is at the top). -#}
+{% macro _ivm_conjuncts(parsed, s, e) %}
+  {%- set toks = parsed.tk.tokens -%}
+  {%- set sig = parsed.tk.significant -%}
+  {%- if s >= e -%}{{ return([]) }}{%- endif -%}
+  {%- set d = toks[sig[s]].depth -%}
+  {%- set bounds = [s] -%}
+  {%- set ns = namespace(between=false, has_or=false) -%}
+  {%- for p in range(s, e) if toks[sig[p]].depth == d -%}
+    {%- set w = toks[sig[p]].word -%}
+    {%- if w == 'between' -%}{%- set ns.between = true -%}{%- endif -%}
+    {%- if w == 'or' -%}{%- set ns.has_or = true -%}{%- endif -%}
+    {%- if w == 'and' -%}
+      {%- if ns.between -%}{%- set ns.between = false -%}{%- else -%}{%- do bounds.append(p) -%}{%- endif -%}
+    {%- endif -%}
+  {%- endfor -%}
+  {%- if ns.has_or -%}{{ return([[s, e]]) }}{%- endif -%}
+  {%- do bounds.append(e) -%}
+  {%- set out = [] -%}
+  {%- for i in range(bounds | length - 1) -%}
+    {%- do out.append([bounds[i] + (0 if i == 0 else 1), bounds[i + 1]]) -%}
+  {%- endfor -%}
+  {{ return(out) }}
+{% endmacro %}
+
+{#- The conjuncts of condition [s, e) of block that a key term keeps (row-level ones, in a
+    block with no window function below it), as text; none when all go. -#}
+{% macro _ivm_kept_condition(parsed, block, s, e, windows) %}
+  {%- if dbt_ivm._ivm_window_below(parsed, block, windows) -%}{{ return(none) }}{%- endif -%}
+  {%- set kept = [] -%}
+  {%- for c in dbt_ivm._ivm_conjuncts(parsed, s, e) if not dbt_ivm._ivm_local_value(parsed, block, c[0], c[1]) -%}
+    {%- do kept.append('(' ~ dbt_ivm._ivm_range_text(parsed, c[0], c[1]) ~ ')') -%}
+  {%- endfor -%}
+  {{ return(kept | join(' and ') if kept else none) }}
+{% endmacro %}
+
+{#- The key term of upstream occurrence parsed.rels[ri]: `select distinct <key> from (...)`
+    with that occurrence as the placeholder __IVM_DELTA__ and every other as
+    __IVM_REL_<upstream>__ (see the header of this file). -#}
+{% macro _ivm_key_term(parsed, ri, key, windows) %}
+  {%- set sig = parsed.tk.significant -%}
+  {%- set r = parsed.rels[ri] -%}
+  {%- set subs = {} -%}
+  {#- the blocks that hold the occurrence, innermost first, and the item holding it in each -#}
+  {%- set holder = {} -%}
+  {%- set cur = namespace(block=parsed.blocks[r.block], item=none) -%}
+  {%- for i in range(cur.block.from_items | length) if cur.block.from_items[i].kind == 'upstream' and cur.block.from_items[i].name_s == r.s -%}
+    {%- set cur.item = i -%}
+  {%- endfor -%}
+  {%- for _ in parsed.blocks -%}
+    {%- do holder.update({cur.block.id: cur.item}) -%}
+    {%- set up = namespace(block=none, item=none) -%}
+    {%- for b in parsed.blocks if cur.block.kind != 'main' -%}
+      {%- for i in range(b.from_items | length) if b.from_items[i].kind in ('cte', 'derived') and b.from_items[i].name == cur.block.name -%}
+        {%- set up.block = b -%}{%- set up.item = i -%}
+      {%- endfor -%}
+    {%- endfor -%}
+    {%- if up.block is none -%}{%- break -%}{%- endif -%}
+    {%- set cur.block = up.block -%}{%- set cur.item = up.item -%}
+  {%- endfor -%}
+  {%- for b in parsed.blocks if b.ok -%}
+    {%- set j = holder.get(b.id) -%}
+    {%- for k in range(1, b.from_items | length) -%}
+      {%- set it = b.from_items[k] -%}
+      {%- set join = none -%}
+      {%- set on = none -%}
+      {%- if j is not none -%}
+        {%- if (it.join == 'left' and k == j) or (it.join == 'right' and j < k) -%}{%- set join = 'inner join ' -%}
+        {%- elif it.join == 'full' and k == j -%}{%- set join = 'right join ' -%}
+        {%- elif it.join == 'full' and j < k -%}{%- set join = 'left join ' -%}
+        {%- elif it.join in ('left anti', 'anti') and k == j -%}{%- set join = 'left semi join ' -%}
+        {%- elif it.join in ('left anti', 'anti') and j < k -%}{%- set on = 'false' -%}
+        {%- endif -%}
+      {%- endif -%}
+      {%- if join -%}{%- do subs.update({it.join_pos: {'end': it.pos, 'text': join}}) -%}{%- endif -%}
+      {%- if it.on is not none and not it.using -%}
+        {%- set on = on or dbt_ivm._ivm_kept_condition(parsed, b, it.on[0], it.on[1], windows) or 'true' -%}
+        {%- do subs.update({it.on[0]: {'end': it.on[1], 'text': on ~ ' '}}) -%}
+      {%- endif -%}
+    {%- endfor -%}
+    {%- if b.get('where_range') -%}
+      {%- set kept = dbt_ivm._ivm_kept_condition(parsed, b, b.where_range[0], b.where_range[1], windows) -%}
+      {%- do subs.update({b.where_range[0] - 1: {'end': b.where_range[1], 'text': ('where ' ~ kept ~ ' ') if kept else ''}}) -%}
+    {%- endif -%}
+    {%- for kw in ['having', 'qualify'] if b.get(kw ~ '_range') -%}
+      {%- do subs.update({b[kw ~ '_range'][0] - 1: {'end': b[kw ~ '_range'][1], 'text': ''}}) -%}
+    {%- endfor -%}
+  {%- endfor -%}
+  {%- for q in parsed.rels -%}
+    {%- set alias = '' if q.alias_given else ' ' ~ dbt_ivm._ivm_quote(q.alias) -%}
+    {%- set text = '__IVM_DELTA__' if loop.index0 == ri else '__IVM_REL_' ~ q.upstream ~ '__' -%}
+    {%- do subs.update({q.s: {'end': q.e, 'text': text ~ alias}}) -%}
+  {%- endfor -%}
+  {%- set body = dbt_ivm._ivm_range_text(parsed, 0, sig | length, subs) -%}
+  {{ return('select distinct ' ~ dbt_ivm._ivm_quote_all(key) | join(', ') ~ ' from (\n' ~ body ~ '\n) __ivm_kt') }}
+{% endmacro %}
