@@ -55,12 +55,14 @@ MODELS = {
     "child_mart": """\
         {{ config(materialized='ivm', unique_key='id') }}
         with lines as (
-            select b, count(*) as n_lines, count_if(x = 'p') as n_p from {{ source('src', 't3') }} group by b
+            select b, count(*) as n_lines, count_if(x = 'p') as n_p
+            from {{ source('src', 't3') }}
+            group by b
         ),
         final as (
             select o.id, o.a as customer, o.w, lines.n_lines,
                 row_number() over (partition by o.a order by o.id) as customer_seq,
-                sum(o.w) over (partition by o.a order by o.id rows between unbounded preceding and current row) as running_w,
+                sum(o.w) over (partition by o.a order by o.id rows unbounded preceding) as running_w,
                 lag(o.w) over (partition by o.a order by o.id) as previous_w
             from {{ source('src', 't2') }} o
             left join lines on o.b = lines.b

@@ -30,7 +30,7 @@ def user_repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
     customers = m.source("customers", {"unique_key": ["customer_id"], "change_log": "customers_changes"})
     select = "select o.order_id, c.region\nfrom raw.orders o\n"
     m.model("good", select + "join raw.customers c on o.customer_id = c.customer_id", [orders, customers])
-    m.model("bad", select + "left join raw.customers c on o.customer_id = c.customer_id", [orders, customers])
+    m.model("bad", select + "full join raw.customers c on o.customer_id = c.customer_id", [orders, customers])
     m.write(repo / "dbt/target/manifest.json")
     m.write_model_files(repo / "dbt")
     (repo / ".dbt-checkpoint.yaml").write_text("version: 1\ndbt-project-dir: dbt\n")
@@ -58,7 +58,7 @@ def test_hook_passes_a_good_model_and_fails_a_bad_one(
     assert "dbt-ivm check" in good_out and "Passed" in good_out
     assert bad.returncode == 1, bad_out
     expected = (
-        "dbt/models/bad.sql: IVM020 outer join: LEFT OUTER JOIN at line 3, column 1 of the compiled SQL; "
+        "dbt/models/bad.sql: IVM020 outer join: FULL OUTER JOIN at line 3, column 1 of the compiled SQL; "
         f"fix: {restriction('IVM020').fix}"
     )
     assert expected in bad_out.splitlines(), bad_out

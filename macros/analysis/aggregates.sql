@@ -91,7 +91,7 @@
     {%- set inside = info.calls | selectattr('pos', '>=', item.s) | selectattr('pos', '<', item.e) | list -%}
     {%- if item.star -%}
       {%- set star = '*' if item.star == '*' else item.star ~ '.*' -%}
-      {%- do dbt_ivm._ivm_add_issue(parsed, 'IVM041', tk, item.s, 'SELECT ' ~ star ~ ' with aggregates', true) -%}
+      {%- do dbt_ivm._ivm_add_issue(parsed, 'IVM041', tk, item.s, 'SELECT ' ~ star ~ ' with aggregates') -%}
     {%- elif inside and dbt_ivm._ivm_column_outside_calls(parsed, item.s, item.xe, inside) -%}
       {%- do dbt_ivm._ivm_add_issue(parsed, 'IVM042', tk, item.s, 'select item mixing aggregates and columns', true) -%}
     {%- endif -%}

@@ -48,7 +48,12 @@
     {%- set key = primary -%}
   {%- else -%}
     {%- set key = [] -%}
-    {%- for name in dbt_ivm._ivm_output_names(parsed, main) if name not in traced and name not in key -%}
+    {#- named output columns, and PARTITION BY columns a star may pass through -#}
+    {%- set names = dbt_ivm._ivm_output_names(parsed, main) -%}
+    {%- for wins in windows.values() -%}{%- for w in wins -%}{%- for part in w.partition -%}
+      {%- do names.append(part.split(' . ')[-1].strip('`')) -%}
+    {%- endfor -%}{%- endfor -%}{%- endfor -%}
+    {%- for name in names if name not in traced and name not in key -%}
       {%- if dbt_ivm._ivm_key_column(parsed, main, name, windows).ok -%}{%- do key.append(name) -%}{%- endif -%}
     {%- endfor -%}
   {%- endif -%}
@@ -62,8 +67,14 @@
   {%- set row_key = unique_key or (primary if primary and key == primary else none) -%}
   {%- do result.update({'key': key, 'row_key': row_key or none}) -%}
   {%- for r in parsed.rels -%}
-    {%- do result.terms.append({'rel': loop.index0, 'upstream': r.upstream, 'sql': dbt_ivm._ivm_key_term(parsed, loop.index0, key, windows)}) -%}
+    {%- set term = dbt_ivm._ivm_key_term(parsed, loop.index0, key, windows) -%}
+    {%- if term.no_path -%}
+      {%- do result.issues.append({'code': 'IVM071', 'construct': 'upstream ' ~ parsed.upstreams[r.upstream].name ~ ': ' ~ term.no_path,
+          'position': dbt_ivm._ivm_position(tk, r.s)}) -%}
+    {%- endif -%}
+    {%- do result.terms.append({'rel': loop.index0, 'upstream': r.upstream, 'sql': term.sql}) -%}
   {%- endfor -%}
+  {%- if result.issues -%}{%- do result.update({'key': none, 'row_key': none, 'terms': []}) -%}{%- endif -%}
   {{ return(result) }}
 {% endmacro %}
 
@@ -162,7 +173,8 @@
 {% macro _ivm_trace_source(parsed, block, qual, name, windows) %}
   {%- set items = block.from_items -%}
   {%- set candidates = [] -%}
-  {%- for i in range(items | length) if (qual is none or items[i].alias == qual) and items[i].join not in ('left semi', 'left anti', 'semi', 'anti') -%}
+  {%- set semi = ('left semi', 'left anti', 'semi', 'anti') -%}
+  {%- for i in range(items | length) if (qual is none or items[i].alias == qual) and items[i].join not in semi -%}
     {%- set child = dbt_ivm._ivm_child_block(parsed, items[i]) if items[i].kind != 'upstream' else none -%}
     {%- if child is none or qual is not none or name in dbt_ivm._ivm_output_names(parsed, child) or child['items'] | selectattr('star') | list -%}
       {%- do candidates.append(i) -%}
@@ -340,9 +352,11 @@
   {{ return(kept | join(' and ') if kept else none) }}
 {% endmacro %}
 
-{#- The key term of upstream occurrence parsed.rels[ri]: `select distinct <key> from (...)`
-    with that occurrence as the placeholder __IVM_DELTA__ and every other as
-    __IVM_REL_<upstream>__ (see the header of this file). -#}
+{#- The key term of upstream occurrence parsed.rels[ri]: {'sql': `select distinct <key> from
+    (...)` with that occurrence as the placeholder __IVM_DELTA__ and every other as
+    __IVM_REL_<upstream>__ (see the header of this file), 'no_path': why its changed rows
+    reach every key (an aggregate without GROUP BY, or a join to them without a kept
+    equality), or none}. -#}
 {% macro _ivm_key_term(parsed, ri, key, windows) %}
   {%- set sig = parsed.tk.significant -%}
   {%- set r = parsed.rels[ri] -%}
@@ -364,8 +378,13 @@
     {%- if up.block is none -%}{%- break -%}{%- endif -%}
     {%- set cur.block = up.block -%}{%- set cur.item = up.item -%}
   {%- endfor -%}
+  {%- set path = {'why': none} -%}
   {%- for b in parsed.blocks if b.ok -%}
     {%- set j = holder.get(b.id) -%}
+    {%- set global_aggregate = b.id != 0 and not b.get('group_range') and dbt_ivm._ivm_block_aggregates(parsed, b) -%}
+    {%- if j is not none and global_aggregate -%}
+      {%- do path.update({'why': b.name ~ ' aggregates it without GROUP BY, so every key can change'}) -%}
+    {%- endif -%}
     {%- for k in range(1, b.from_items | length) -%}
       {%- set it = b.from_items[k] -%}
       {%- set join = none -%}
@@ -380,7 +399,11 @@
       {%- endif -%}
       {%- if join -%}{%- do subs.update({it.join_pos: {'end': it.pos, 'text': join}}) -%}{%- endif -%}
       {%- if it.on is not none and not it.using -%}
-        {%- set on = on or dbt_ivm._ivm_kept_condition(parsed, b, it.on[0], it.on[1], windows) or 'true' -%}
+        {%- set kept = dbt_ivm._ivm_kept_condition(parsed, b, it.on[0], it.on[1], windows) -%}
+        {%- if k == j and not kept and not on -%}
+          {%- do path.update({'why': 'joined in ' ~ b.name ~ ' without a row-level condition, so every key can change'}) -%}
+        {%- endif -%}
+        {%- set on = on or kept or 'true' -%}
         {%- do subs.update({it.on[0]: {'end': it.on[1], 'text': on ~ ' '}}) -%}
       {%- endif -%}
     {%- endfor -%}
@@ -398,5 +421,21 @@
     {%- do subs.update({q.s: {'end': q.e, 'text': text ~ alias}}) -%}
   {%- endfor -%}
   {%- set body = dbt_ivm._ivm_range_text(parsed, 0, sig | length, subs) -%}
-  {{ return('select distinct ' ~ dbt_ivm._ivm_quote_all(key) | join(', ') ~ ' from (\n' ~ body ~ '\n) __ivm_kt') }}
+  {{ return({'sql': 'select distinct ' ~ dbt_ivm._ivm_quote_all(key) | join(', ') ~ ' from (\n' ~ body ~ '\n) __ivm_kt',
+             'no_path': path.why}) }}
+{% endmacro %}
+
+{#- True when block's own select list or HAVING calls an aggregate. -#}
+{% macro _ivm_block_aggregates(parsed, block) %}
+  {%- for call in parsed.get('aggregates', []) if dbt_ivm._ivm_block_at(parsed, call.pos).id == block.id -%}
+    {%- if dbt_ivm._ivm_window_call(parsed, call) is none -%}{{ return(true) }}{%- endif -%}
+  {%- endfor -%}
+  {{ return(false) }}
+{% endmacro %}
+
+{#- The OVER position when an aggregate call is a window function, else none. -#}
+{% macro _ivm_window_call(parsed, call) %}
+  {%- set sig = parsed.tk.significant -%}
+  {%- if call.end < sig | length and parsed.tk.tokens[sig[call.end]].word == 'over' -%}{{ return(call.end) }}{%- endif -%}
+  {{ return(none) }}
 {% endmacro %}

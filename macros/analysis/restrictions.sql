@@ -102,6 +102,12 @@
             'of an outer join, and a PARTITION BY column of every window function',
         'fix': "set unique_key in the model's config to such output columns, or select one (for example the key of the "
             'preserved side of the LEFT JOIN, or the PARTITION BY column of the window function)'},
+    'IVM071': {
+        'what': 'upstream whose changed rows reach every key (no key path)',
+        'why': 'its rows meet the key only through an aggregate without GROUP BY or a join without a row-level condition, so '
+            'any change may alter every slice: recomputing them all is a full rebuild',
+        'fix': 'join it on a condition between columns (not aggregate results), aggregate it by a GROUP BY key, or compute the '
+            'global value in an upstream model'},
     'IVM050': {
         'what': 'query reads no upstream relation',
         'why': 'there is no upstream whose changes a refresh could apply',

@@ -40,7 +40,8 @@
     {{ exceptions.raise_compiler_error("Model '" ~ model.name ~ "': ivm_" ~ key ~ ' must be a number of seconds'
         ~ (' above 0' if key == 'lease_timeout' else ' (0: do not wait)') ~ ", got '" ~ value ~ "'.") }}
   {%- endfor -%}
-  {%- do settings.update({'unique_key': unique_key | map('lower') | list if unique_key else none, 'on_unsupported': on_unsupported, 'partition_by': partition_by | map('lower') | list,
+  {%- do settings.update({'unique_key': unique_key | map('lower') | list if unique_key else none,
+                          'on_unsupported': on_unsupported, 'partition_by': partition_by | map('lower') | list,
                           'rebuild_above': rebuild_above or none, 'file_format': file_format,
                           'on_change_feed_error': on_feed_error}) -%}
   {%- do settings.update(dbt_ivm._ivm_table_settings(model, file_format, partition_by)) -%}

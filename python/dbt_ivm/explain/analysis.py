@@ -9,7 +9,7 @@ from typing import Any, Literal
 
 from dbt_ivm.macro_runtime import Runtime
 
-Shape = Literal["join_only", "aggregate", "aggregate_over_joins", "distinct", "unknown"]
+Shape = Literal["join_only", "aggregate", "aggregate_over_joins", "distinct", "keyed", "unknown"]
 # append: insert the new rows; rewrite: delete the changed slice, insert its new rows;
 # merge: merge per-group (or per-row) deltas; recompute: recompute the affected groups
 RefreshMethod = Literal["append", "rewrite", "merge", "recompute"]
@@ -41,6 +41,8 @@ class Analysis:
     shape: Shape
     issues: tuple[Issue, ...]
     refresh: Refresh | None = None  # None when the model cannot be maintained
+    key: tuple[str, ...] = ()  # the keyed path's slice key (shape 'keyed')
+    notes: tuple[str, ...] = ()  # what the analysis left out of the model (a final ORDER BY)
 
     @property
     def codes(self) -> tuple[str, ...]:
@@ -55,12 +57,25 @@ class CatalogEntry:
     fix: str
 
 
-def analyze(runtime: Runtime, sql: str, upstreams: Sequence[Mapping[str, Any]]) -> Analysis:
-    """ivm_analyze on compiled SQL; upstreams as ivm_upstreams returns them."""
-    result = runtime.macro("ivm_analyze")(sql, list(upstreams))
+def analyze(
+    runtime: Runtime,
+    sql: str,
+    upstreams: Sequence[Mapping[str, Any]],
+    unique_key: Sequence[str] | None = None,
+) -> Analysis:
+    """ivm_analyze on compiled SQL; upstreams as ivm_upstreams returns them; unique_key as
+    _ivm_model_settings reads the model's config."""
+    result = runtime.macro("ivm_analyze")(sql, list(upstreams), list(unique_key) if unique_key else None)
     issues = tuple(_issue(issue) for issue in result["issues"])
     refresh = result.get("refresh")
-    return Analysis(result["shape"], issues, Refresh(refresh["inserts"], refresh["any"]) if refresh else None)
+    keyed = result.get("keyed") or {}
+    return Analysis(
+        result["shape"],
+        issues,
+        Refresh(refresh["inserts"], refresh["any"]) if refresh else None,
+        tuple(keyed.get("key") or ()),
+        tuple(result.get("notes") or ()),
+    )
 
 
 def catalog(runtime: Runtime) -> dict[str, CatalogEntry]:

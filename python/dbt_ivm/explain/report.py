@@ -99,12 +99,12 @@ class ModelReport:
 
 
 def explain_model(model: IvmModel, runtime: Runtime) -> ModelReport:
-    on_unsupported, config_errors = _settings(model, runtime)
+    on_unsupported, unique_key, config_errors = _settings(model, runtime)
     errors = (*model.errors, *config_errors)
     if model.compiled_sql is None:
         return ModelReport(model, "not compiled", None, (), (), (NOT_COMPILED, *errors), on_unsupported)
     try:
-        analysis = analyze(runtime, model.compiled_sql, [u.declared for u in model.upstreams])
+        analysis = analyze(runtime, model.compiled_sql, [u.declared for u in model.upstreams], unique_key)
     except MacroError as error:
         failed = f"the analysis failed: {error}"
         return ModelReport(model, "not maintainable", None, (), (), (*errors, failed), on_unsupported)
@@ -120,15 +120,15 @@ def explain_model(model: IvmModel, runtime: Runtime) -> ModelReport:
     return ModelReport(model, model_class, analysis, capabilities, restrictions, errors, on_unsupported)
 
 
-def _settings(model: IvmModel, runtime: Runtime) -> tuple[str | None, tuple[str, ...]]:
-    """(ivm_on_unsupported, config errors) by the materialization's own config checks (the
-    first one that fails)."""
+def _settings(model: IvmModel, runtime: Runtime) -> tuple[str | None, list[str] | None, tuple[str, ...]]:
+    """(ivm_on_unsupported, unique_key, config errors) by the materialization's own config
+    checks (the first one that fails)."""
     try:
         with runtime.bound(model.config):
             settings = runtime.macro("_ivm_model_settings")(model.node)
     except MacroError as error:
-        return None, (str(error),)
-    return settings["on_unsupported"], ()
+        return None, None, (str(error),)
+    return settings["on_unsupported"], settings.get("unique_key"), ()
 
 
 def _restriction(issue: Issue, entries: dict[str, CatalogEntry]) -> Restriction:
@@ -154,7 +154,11 @@ def _capabilities(model: IvmModel, analysis: Analysis, on_unsupported: str | Non
             *(Capability("any_dml", u.name, False, why, codes) for u in read),
             Capability("full_rebuild", None, True, rebuild),
         )
-    rows = [Capability("inserts", None, True, _HOW_INSERTS[refresh.inserts])]
+    # the keyed path: slices of its key (macros/analysis/keyed.sql)
+    slices = f"recompute the slices of {', '.join(analysis.key)} that {{up}} rows touch, from the definition"
+    inserts = slices.format(up="new upstream") if analysis.key else _HOW_INSERTS[refresh.inserts]
+    how_any = slices.replace("{up}", "changed {up}") if analysis.key else _HOW_ANY[refresh.any]
+    rows = [Capability("inserts", None, True, inserts)]
     for upstream in read:
         if upstream.kind == "append_only":
             how = (
@@ -164,7 +168,12 @@ def _capabilities(model: IvmModel, analysis: Analysis, on_unsupported: str | Non
             rows.append(Capability("any_dml", upstream.name, False, how))
         else:
             rows.append(
-                Capability("any_dml", upstream.name, True, _HOW_ANY[refresh.any].format(up=upstream.name))
+                Capability(
+                    "any_dml",
+                    upstream.name,
+                    True,
+                    how_any.format(up=upstream.name),
+                )
             )
     rows.append(
         Capability("full_rebuild", None, True, "dbt run --full-refresh, or when the definition changes")
