@@ -114,6 +114,7 @@
 {#- Output column names of a block: named items, and what its stars bring from CTEs and
     derived tables (a star over an upstream brings names unknown here: left out). -#}
 {% macro _ivm_output_names(parsed, block) %}
+  {%- if block.get('union') -%}{{ return(dbt_ivm._ivm_output_names(parsed, dbt_ivm._ivm_block_named(parsed, block.union[0]))) }}{%- endif -%}
   {%- set names = [] -%}
   {%- for item in block['items'] -%}
     {%- if item.name is not none -%}
@@ -127,6 +128,22 @@
   {{ return(names) }}
 {% endmacro %}
 
+{#- The select item of each branch of a UNION block at the position of the first branch's
+    column `name`: [{'block', 'item'}], or none when a branch has a star or no such item. -#}
+{% macro _ivm_union_columns(parsed, block, name) %}
+  {%- set first = dbt_ivm._ivm_block_named(parsed, block.union[0]) -%}
+  {%- set pos = first['items'] | map(attribute='name') | list -%}
+  {%- if name not in pos -%}{{ return(none) }}{%- endif -%}
+  {%- set i = pos.index(name) -%}
+  {%- set pairs = [] -%}
+  {%- for branch_name in block.union -%}
+    {%- set b = dbt_ivm._ivm_block_named(parsed, branch_name) -%}
+    {%- if b['items'] | selectattr('star') | list or b['items'] | length <= i -%}{{ return(none) }}{%- endif -%}
+    {%- do pairs.append({'block': b, 'item': b['items'][i]}) -%}
+  {%- endfor -%}
+  {{ return(pairs) }}
+{% endmacro %}
+
 {% macro _ivm_child_block(parsed, item) %}
   {%- for b in parsed.blocks if b.name == item.name and b.kind in ('cte', 'derived') -%}{{ return(b) }}{%- endfor -%}
   {{ return(none) }}
@@ -135,6 +152,19 @@
 {#- Trace output column `name` of block down to the upstreams: {'ok', 'why', 'windows'
     (ids of the window blocks it passes through, each checked)}. -#}
 {% macro _ivm_trace_output(parsed, block, name, windows) %}
+  {%- if block.get('union') -%}
+    {%- set found = [] -%}
+    {%- for pair in dbt_ivm._ivm_union_columns(parsed, block, name) or [] -%}
+      {%- set t = dbt_ivm._ivm_trace_expr(parsed, pair.block, pair.item.s, pair.item.xe, windows) -%}
+      {%- if not t.ok -%}{{ return(t) }}{%- endif -%}
+      {%- do found.extend(t.windows) -%}
+    {%- endfor -%}
+    {%- if not found and not dbt_ivm._ivm_union_columns(parsed, block, name) -%}
+      {{ return({'ok': false, 'why': name ~ ' is not a named column of every branch of ' ~ block.name ~ ' (list the columns, no *)',
+                 'windows': []}) }}
+    {%- endif -%}
+    {{ return({'ok': true, 'why': none, 'windows': found | unique | list}) }}
+  {%- endif -%}
   {%- for item in block['items'] if item.name == name -%}
     {{ return(dbt_ivm._ivm_trace_expr(parsed, block, item.s, item.xe, windows)) }}
   {%- endfor -%}
@@ -231,7 +261,12 @@
   {%- for it in block.from_items if it.kind in ('cte', 'derived') and (qual is none or it.alias == qual) -%}
     {%- set child = dbt_ivm._ivm_child_block(parsed, it) -%}
     {%- set named = child['items'] | selectattr('name', 'equalto', name) | list -%}
-    {%- if named -%}
+    {%- if child.get('union') -%}
+      {%- for pair in dbt_ivm._ivm_union_columns(parsed, child, name) or [] -%}
+        {%- set why = dbt_ivm._ivm_local_value(parsed, pair.block, pair.item.s, pair.item.xe) -%}
+        {%- if why -%}{{ return(why ~ ' in ' ~ pair.block.name) }}{%- endif -%}
+      {%- endfor -%}
+    {%- elif named -%}
       {%- set why = dbt_ivm._ivm_local_value(parsed, child, named[0].s, named[0].xe) -%}
       {%- if why -%}{{ return(why ~ ' in ' ~ child.name) }}{%- endif -%}
     {%- else -%}
@@ -309,8 +344,10 @@
 
 {#- True when a block below block (through its CTEs and derived tables) has a window function. -#}
 {% macro _ivm_window_below(parsed, block, windows) %}
-  {%- for it in block.from_items if it.kind in ('cte', 'derived') -%}
-    {%- set child = dbt_ivm._ivm_child_block(parsed, it) -%}
+  {%- set children = [] -%}
+  {%- for it in block.from_items if it.kind in ('cte', 'derived') -%}{%- do children.append(dbt_ivm._ivm_child_block(parsed, it)) -%}{%- endfor -%}
+  {%- for name in block.get('union') or [] -%}{%- do children.append(dbt_ivm._ivm_block_named(parsed, name)) -%}{%- endfor -%}
+  {%- for child in children -%}
     {%- if child.id in windows or dbt_ivm._ivm_window_below(parsed, child, windows) -%}{{ return(true) }}{%- endif -%}
   {%- endfor -%}
   {{ return(false) }}
@@ -341,15 +378,25 @@
   {{ return(out) }}
 {% endmacro %}
 
-{#- The conjuncts of condition [s, e) of block that a key term keeps (row-level ones, in a
-    block with no window function below it), as text; none when all go. -#}
-{% macro _ivm_kept_condition(parsed, block, s, e, windows) %}
-  {%- if dbt_ivm._ivm_window_below(parsed, block, windows) -%}{{ return(none) }}{%- endif -%}
-  {%- set kept = [] -%}
-  {%- for c in dbt_ivm._ivm_conjuncts(parsed, s, e) if not dbt_ivm._ivm_local_value(parsed, block, c[0], c[1]) -%}
-    {%- do kept.append('(' ~ dbt_ivm._ivm_range_text(parsed, c[0], c[1]) ~ ')') -%}
+{#- Drop from condition [s, e) of block what a key term may not keep: each conjunct over an
+    aggregate or window value becomes `true` (all of them below a window function's rows).
+    A subquery conjunct stays, its NOT removed when it holds the occurrence (in holding).
+    Adds the replacements to subs; returns how many conjuncts stay. -#}
+{% macro _ivm_condition_subs(parsed, block, s, e, windows, subs, holding) %}
+  {%- set below = dbt_ivm._ivm_window_below(parsed, block, windows) -%}
+  {%- set ns = namespace(kept=0) -%}
+  {%- for c in dbt_ivm._ivm_conjuncts(parsed, s, e) -%}
+    {%- set sq = (block.get('subqueries') or []) | selectattr('s', 'equalto', c[0]) | list -%}
+    {%- if below or (not sq and dbt_ivm._ivm_local_value(parsed, block, c[0], c[1])) -%}
+      {%- do subs.update({c[0]: {'end': c[1], 'text': 'true '}}) -%}
+    {%- else -%}
+      {%- set ns.kept = ns.kept + 1 -%}
+      {%- if sq and sq[0].neg is not none and sq[0].name in holding -%}
+        {%- do subs.update({sq[0].neg: {'end': sq[0].neg + 1, 'text': ''}}) -%}
+      {%- endif -%}
+    {%- endif -%}
   {%- endfor -%}
-  {{ return(kept | join(' and ') if kept else none) }}
+  {{ return(ns.kept) }}
 {% endmacro %}
 
 {#- The key term of upstream occurrence parsed.rels[ri]: {'sql': `select distinct <key> from
@@ -374,11 +421,16 @@
       {%- for i in range(b.from_items | length) if b.from_items[i].kind in ('cte', 'derived') and b.from_items[i].name == cur.block.name -%}
         {%- set up.block = b -%}{%- set up.item = i -%}
       {%- endfor -%}
+      {#- a subquery's rows reach its block through a WHERE conjunct, not a FROM item -#}
+      {%- if (b.get('subqueries') or []) | selectattr('name', 'equalto', cur.block.name) | list -%}{%- set up.block = b -%}{%- endif -%}
+      {%- if cur.block.name in (b.get('union') or []) -%}{%- set up.block = b -%}{%- endif -%}
     {%- endfor -%}
     {%- if up.block is none -%}{%- break -%}{%- endif -%}
     {%- set cur.block = up.block -%}{%- set cur.item = up.item -%}
   {%- endfor -%}
   {%- set path = {'why': none} -%}
+  {%- set holding = [] -%}
+  {%- for b in parsed.blocks if b.id in holder -%}{%- do holding.append(b.name) -%}{%- endfor -%}
   {%- for b in parsed.blocks if b.ok -%}
     {%- set j = holder.get(b.id) -%}
     {%- set global_aggregate = b.id != 0 and not b.get('group_range') and dbt_ivm._ivm_block_aggregates(parsed, b) -%}
@@ -398,21 +450,38 @@
         {%- endif -%}
       {%- endif -%}
       {%- if join -%}{%- do subs.update({it.join_pos: {'end': it.pos, 'text': join}}) -%}{%- endif -%}
-      {%- if it.on is not none and not it.using -%}
-        {%- set kept = dbt_ivm._ivm_kept_condition(parsed, b, it.on[0], it.on[1], windows) -%}
-        {%- if k == j and not kept and not on -%}
+      {%- if it.on is not none and not it.using and on -%}
+        {%- do subs.update({it.on[0]: {'end': it.on[1], 'text': on ~ ' '}}) -%}
+      {%- elif it.on is not none and not it.using -%}
+        {%- set kept = dbt_ivm._ivm_condition_subs(parsed, b, it.on[0], it.on[1], windows, subs, holding) -%}
+        {%- if k == j and not kept -%}
           {%- do path.update({'why': 'joined in ' ~ b.name ~ ' without a row-level condition, so every key can change'}) -%}
         {%- endif -%}
-        {%- set on = on or kept or 'true' -%}
-        {%- do subs.update({it.on[0]: {'end': it.on[1], 'text': on ~ ' '}}) -%}
       {%- endif -%}
     {%- endfor -%}
     {%- if b.get('where_range') -%}
-      {%- set kept = dbt_ivm._ivm_kept_condition(parsed, b, b.where_range[0], b.where_range[1], windows) -%}
-      {%- do subs.update({b.where_range[0] - 1: {'end': b.where_range[1], 'text': ('where ' ~ kept ~ ' ') if kept else ''}}) -%}
+      {%- do dbt_ivm._ivm_condition_subs(parsed, b, b.where_range[0], b.where_range[1], windows, subs, holding) -%}
     {%- endif -%}
+    {%- for sq in b.get('subqueries') or [] if sq.kw == 'exists' and sq.name in holding -%}
+      {%- if not dbt_ivm._ivm_correlated(parsed, dbt_ivm._ivm_block_named(parsed, sq.name)) -%}
+        {%- do path.update({'why': 'an EXISTS subquery in ' ~ b.name ~ ' reads it without a correlated equality, so every key can change'}) -%}
+      {%- endif -%}
+    {%- endfor -%}
     {%- for kw in ['having', 'qualify'] if b.get(kw ~ '_range') -%}
       {%- do subs.update({b[kw ~ '_range'][0] - 1: {'end': b[kw ~ '_range'][1], 'text': ''}}) -%}
+    {%- endfor -%}
+  {%- endfor -%}
+  {#- branches of a UNION holding the occurrence that do not hold it add no row of theirs -#}
+  {%- set tail = namespace(text='') -%}
+  {%- for b in parsed.blocks if b.get('union') and b.id in holder -%}
+    {%- for name in b.union if name not in holding -%}
+      {%- set branch = dbt_ivm._ivm_block_named(parsed, name) -%}
+      {%- do subs.update({branch.s: {'end': branch.s + 1, 'text': 'select * from (select'}}) -%}
+      {%- if branch.e < sig | length -%}
+        {%- do subs.update({branch.e: {'end': branch.e + 1, 'text': ') __ivm_nb where false ' ~ parsed.tk.tokens[sig[branch.e]].text}}) -%}
+      {%- else -%}
+        {%- set tail.text = ') __ivm_nb where false' -%}
+      {%- endif -%}
     {%- endfor -%}
   {%- endfor -%}
   {%- for q in parsed.rels -%}
@@ -420,9 +489,30 @@
     {%- set text = '__IVM_DELTA__' if loop.index0 == ri else '__IVM_REL_' ~ q.upstream ~ '__' -%}
     {%- do subs.update({q.s: {'end': q.e, 'text': text ~ alias}}) -%}
   {%- endfor -%}
-  {%- set body = dbt_ivm._ivm_range_text(parsed, 0, sig | length, subs) -%}
+  {%- set body = dbt_ivm._ivm_range_text(parsed, 0, sig | length, subs) ~ tail.text -%}
   {{ return({'sql': 'select distinct ' ~ dbt_ivm._ivm_quote_all(key) | join(', ') ~ ' from (\n' ~ body ~ '\n) __ivm_kt',
              'no_path': path.why}) }}
+{% endmacro %}
+
+{% macro _ivm_block_named(parsed, name) %}
+  {%- for b in parsed.blocks if b.name == name -%}{{ return(b) }}{%- endfor -%}
+  {{ return(none) }}
+{% endmacro %}
+
+{#- True when a subquery's WHERE has a conjunct `x = y` naming a relation of an enclosing block. -#}
+{% macro _ivm_correlated(parsed, block) %}
+  {%- set own = block.from_items | map(attribute='alias') | list -%}
+  {%- set toks = parsed.tk.tokens -%}
+  {%- set sig = parsed.tk.significant -%}
+  {%- set rng = block.get('where_range') or [0, 0] -%}
+  {%- for c in dbt_ivm._ivm_conjuncts(parsed, rng[0], rng[1]) -%}
+    {%- set eq = namespace(found=false) -%}
+    {%- for p in range(c[0], c[1]) if toks[sig[p]].text in ('=', '==', '<=>') -%}{%- set eq.found = true -%}{%- endfor -%}
+    {%- for ref in dbt_ivm._ivm_column_refs(parsed, c[0], c[1]) if eq.found and ref.qual is not none and ref.qual not in own -%}
+      {{ return(true) }}
+    {%- endfor -%}
+  {%- endfor -%}
+  {{ return(false) }}
 {% endmacro %}
 
 {#- True when block's own select list or HAVING calls an aggregate. -#}

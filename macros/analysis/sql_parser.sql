@@ -148,9 +148,16 @@
       {%- do clauses.update({t.lower: p}) -%}
     {%- endif -%}
   {%- endfor -%}
-  {%- for op in ['union', 'intersect', 'except', 'minus'] if op in clauses -%}
+  {%- set set_ops = [] -%}
+  {%- for op in ['intersect', 'except', 'minus'] if op in clauses -%}
     {%- do dbt_ivm._ivm_add_issue(ctx, 'IVM013', tk, clauses[op], 'set operation ' ~ op | upper) -%}
+    {%- do set_ops.append(op) -%}
   {%- endfor -%}
+  {%- if 'union' in clauses and not set_ops -%}
+    {%- do dbt_ivm._ivm_union_branches(ctx, block, ns.s, ns.e, base, queue) -%}{{ return(block) }}
+  {%- elif 'union' in clauses -%}
+    {%- do dbt_ivm._ivm_add_issue(ctx, 'IVM013', tk, clauses['union'], 'set operation UNION') -%}
+  {%- endif -%}
   {%- if 'lateral' in clauses -%}
     {%- do dbt_ivm._ivm_add_issue(ctx, 'IVM015', tk, clauses['lateral'], 'LATERAL VIEW') -%}
   {%- endif -%}
@@ -191,9 +198,12 @@
     {%- do block.update({kw ~ '_range': [start, r.e]}) -%}
   {%- endfor -%}
   {%- do dbt_ivm._ivm_parse_from(ctx, block, from_pos + 1, fe.e, base, queue) -%}
-  {%- for kw in ['where', 'having'] if kw ~ '_range' in block -%}
-    {%- do dbt_ivm._ivm_check_subqueries(ctx, block[kw ~ '_range'][0], block[kw ~ '_range'][1], kw | upper) -%}
-  {%- endfor -%}
+  {%- if 'where_range' in block -%}
+    {%- do dbt_ivm._ivm_where_subqueries(ctx, block, queue) -%}
+  {%- endif -%}
+  {%- if 'having_range' in block -%}
+    {%- do dbt_ivm._ivm_check_subqueries(ctx, block.having_range[0], block.having_range[1], 'HAVING') -%}
+  {%- endif -%}
   {%- do block.update({'ok': true}) -%}
   {{ return(block) }}
 {% endmacro %}
@@ -239,6 +249,88 @@
       {%- do dbt_ivm._ivm_add_issue(ctx, 'IVM014', ctx.tk, p, 'subquery in ' ~ where_) -%}
     {%- endif -%}
   {%- endfor -%}
+{% endmacro %}
+
+{#- UNION [ALL] of query blocks in [s, e): each branch becomes a block of its own (kind
+    'branch', listed in block.union); the block's columns are its first branch's. The keyed
+    path maintains it (IVM013, keyed). A final ORDER BY without LIMIT is dropped. -#}
+{% macro _ivm_union_branches(ctx, block, s, e, base, queue) %}
+  {%- set tk = ctx.tk -%}
+  {%- set toks = tk.tokens -%}
+  {%- set sig = tk.significant -%}
+  {%- set cuts = [] -%}
+  {%- set ns = namespace(end=e, limited=none, order=none) -%}
+  {%- for p in range(s, e) if toks[sig[p]].depth == base and toks[sig[p - 1]].text != '.' -%}
+    {%- if toks[sig[p]].word == 'union' -%}{%- do cuts.append(p) -%}{%- endif -%}
+  {%- endfor -%}
+  {%- for p in range(cuts[-1], e) if toks[sig[p]].depth == base -%}
+    {%- if toks[sig[p]].word in ('order', 'sort') and ns.order is none -%}{%- set ns.order = p -%}{%- endif -%}
+    {%- if toks[sig[p]].word in ('limit', 'offset') and ns.limited is none -%}{%- set ns.limited = p -%}{%- endif -%}
+  {%- endfor -%}
+  {%- if ns.limited is not none -%}
+    {%- do dbt_ivm._ivm_add_issue(ctx, 'IVM012', tk, ns.limited, 'LIMIT after UNION') -%}{{ return(none) }}
+  {%- endif -%}
+  {%- if ns.order is not none -%}
+    {%- do ctx.dropped.append({'s': ns.order, 'e': e, 'construct': 'ORDER BY'}) -%}
+    {%- set ns.end = ns.order -%}
+  {%- endif -%}
+  {%- set names = [] -%}
+  {%- set starts = [s] -%}
+  {%- for p in cuts -%}
+    {%- do starts.append(p + (2 if toks[sig[p + 1]].word in ('all', 'distinct') else 1)) -%}
+  {%- endfor -%}
+  {%- for i in range(starts | length) -%}
+    {%- set name = block.name ~ ' branch ' ~ (i + 1) -%}
+    {%- do names.append(name) -%}
+    {%- do queue.append({'kind': 'branch', 'name': name, 's': starts[i], 'e': cuts[i] if i < cuts | length else ns.end}) -%}
+  {%- endfor -%}
+  {%- do block.update({'union': names, 'union_cuts': cuts, 'ok': true}) -%}
+  {%- do dbt_ivm._ivm_add_issue(ctx, 'IVM013', tk, cuts[0], 'set operation UNION' ~
+      (' ALL' if toks[sig[cuts[0] + 1]].word == 'all' else ''), true) -%}
+{% endmacro %}
+
+{#- Subqueries in WHERE. A top-level conjunct `[NOT] EXISTS (select ...)` or `expr IN
+    (select ...)` becomes a query block of its own (kind 'subquery', listed in
+    block.subqueries with the positions of its NOT and its parenthesis): the keyed path
+    maintains it (IVM014, keyed). Any other subquery (NOT IN, under OR, scalar) is IVM014. -#}
+{% macro _ivm_where_subqueries(ctx, block, queue) %}
+  {%- set toks = ctx.tk.tokens -%}
+  {%- set sig = ctx.tk.significant -%}
+  {%- do block.update({'subqueries': []}) -%}
+  {%- for c in dbt_ivm._ivm_conjuncts(ctx, block.where_range[0], block.where_range[1]) -%}
+    {%- set ns = namespace(paren=none, neg=none, kw=none) -%}
+    {%- set words = [toks[sig[c[0]]].word, toks[sig[c[0] + 1]].word if c[0] + 1 < c[1] else ''] -%}
+    {%- if words[0] == 'exists' -%}
+      {%- set ns.paren, ns.kw = c[0] + 1, 'exists' -%}
+    {%- elif words == ['not', 'exists'] -%}
+      {%- set ns.paren, ns.kw, ns.neg = c[0] + 2, 'exists', c[0] -%}
+    {%- else -%}
+      {%- for p in range(c[0] + 1, c[1] - 1) if ns.kw is none and toks[sig[p]].depth == toks[sig[c[0]]].depth
+          and toks[sig[p]].word == 'in' and toks[sig[p + 1]].text == '(' -%}
+        {%- set ns.paren, ns.kw = p + 1, 'in' -%}
+        {%- if toks[sig[p - 1]].word == 'not' -%}{%- set ns.neg = p - 1 -%}{%- endif -%}
+      {%- endfor -%}
+    {%- endif -%}
+    {%- set close = dbt_ivm._ivm_match_paren(ctx.tk, ns.paren) if ns.paren is not none else -1 -%}
+    {%- set is_query = ns.paren is not none and toks[sig[ns.paren + 1]].word in ('select', 'with') and close == c[1] - 1 -%}
+    {%- set head_clean = is_query and (ns.kw == 'exists' or not dbt_ivm._ivm_has_subquery(ctx, c[0], ns.paren)) -%}
+    {%- if head_clean and not (ns.kw == 'in' and ns.neg is not none) -%}
+      {%- set name = 'subquery ' ~ (ctx.blocks | length + queue | length) -%}
+      {%- do queue.append({'kind': 'subquery', 'name': name, 's': ns.paren + 1, 'e': close}) -%}
+      {%- do block.subqueries.append({'name': name, 's': c[0], 'e': c[1], 'neg': ns.neg, 'kw': ns.kw, 'paren': ns.paren}) -%}
+      {%- set shown = ('NOT ' if ns.neg is not none else '') ~ ns.kw | upper ~ ' subquery in WHERE' -%}
+      {%- do dbt_ivm._ivm_add_issue(ctx, 'IVM014', ctx.tk, ns.paren, shown, true) -%}
+    {%- else -%}
+      {%- do dbt_ivm._ivm_check_subqueries(ctx, c[0], c[1], 'WHERE' ~ (' (NOT IN: use NOT EXISTS)' if ns.kw == 'in' and ns.neg is not none
+          else '')) -%}
+    {%- endif -%}
+  {%- endfor -%}
+{% endmacro %}
+
+{% macro _ivm_has_subquery(ctx, s, e) %}
+  {%- for p in range(s, e - 1) if ctx.tk.tokens[ctx.tk.significant[p]].text == '('
+      and ctx.tk.tokens[ctx.tk.significant[p + 1]].word in ('select', 'with') -%}{{ return(true) }}{%- endfor -%}
+  {{ return(false) }}
 {% endmacro %}
 
 {#- FROM items and joins in [s, e). -#}

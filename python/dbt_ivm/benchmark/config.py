@@ -77,7 +77,8 @@ def parse_args(argv: Sequence[str] | None, prog: str = "python -m dbt_ivm.benchm
         "--workloads",
         type=lambda t: _names(t, tuple(WORKLOADS), "workloads"),
         default=tuple(WORKLOADS),
-        help=f"comma-separated, from {','.join(WORKLOADS)} (default all; w3p: W3 partitioned by month)",
+        help=f"comma-separated, from {','.join(WORKLOADS)} (default all; w3p: W3 partitioned by month; "
+        "w4: customers mart, keyed recompute)",
     )
     parser.add_argument(
         "--sizes",

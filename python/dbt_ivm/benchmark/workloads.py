@@ -1,5 +1,7 @@
 """The benchmark workloads: each is one SQL body, built as an `ivm` model and as the same
-SQL with `materialized='table'` (the rebuild baseline)."""
+SQL with `materialized='table'` (the rebuild baseline). w1 and w2 are maintained by the
+aggregate algorithm, w3 and w3p by the join algorithm, w4 (a customers mart: an outer join
+of an aggregate in a CTE) by keyed recompute, its slices named by `unique_key`."""
 
 from __future__ import annotations
 
@@ -21,6 +23,8 @@ class Workload:
     partition_by: str | None = None
     # change localities it is measured on ('recent': most changes on recent order dates)
     localities: tuple[str, ...] = ("uniform",)
+    # the ivm model's `unique_key` config: the slice key of the keyed recompute path
+    unique_key: str | None = None
 
     @property
     def ivm_model(self) -> str:
@@ -34,6 +38,8 @@ class Workload:
         options = [f"materialized='{materialized}'"]
         if self.partition_by:
             options.append(f"partition_by='{self.partition_by}'")
+        if self.unique_key and materialized == "ivm":
+            options.append(f"unique_key='{self.unique_key}'")
         if materialized == "table":
             options.append("file_format='parquet'")
         return f"{{{{ config({', '.join(options)}) }}}}\n-- {self.title}\n{self.sql.strip()}\n"
@@ -87,6 +93,53 @@ join {{{{ source('tpch', 'orders') }}}} o on l.l_orderkey = o.o_orderkey
 """,
             partition_by="order_month",
             localities=("uniform", "recent"),
+        ),
+        Workload(
+            "w4",
+            "W4 customers mart (keyed recompute): customer LEFT JOIN per-customer aggregates "
+            "of orders x lineitem",
+            """
+with
+
+customers as (
+    select * from {{ source('tpch', 'customer') }}
+),
+
+orders as (
+    select * from {{ source('tpch', 'orders') }}
+),
+
+lineitems as (
+    select * from {{ source('tpch', 'lineitem') }}
+),
+
+customer_orders as (
+    select
+        orders.o_custkey,
+        count(distinct orders.o_orderkey) as order_count,
+        min(orders.o_orderdate) as first_order_date,
+        max(orders.o_orderdate) as last_order_date,
+        sum(lineitems.l_extendedprice * (1 - lineitems.l_discount)) as total_revenue,
+        count(*) as line_count
+    from orders
+    join lineitems on lineitems.l_orderkey = orders.o_orderkey
+    group by orders.o_custkey
+)
+
+select
+    customers.c_custkey,
+    customers.c_name,
+    customers.c_nationkey,
+    customers.c_mktsegment,
+    coalesce(customer_orders.order_count, 0) as order_count,
+    customer_orders.first_order_date,
+    customer_orders.last_order_date,
+    coalesce(customer_orders.total_revenue, 0) as total_revenue,
+    coalesce(customer_orders.line_count, 0) as line_count
+from customers
+left join customer_orders on customer_orders.o_custkey = customers.c_custkey
+""",
+            unique_key="c_custkey",
         ),
     )
 }
