@@ -69,10 +69,12 @@ BAD_MODELS: dict[str, tuple[str, list[str]]] = {
         f"join {{{{ source('shop', 'injected_key') }}}} i on o.order_id = i.id",
         ["upstream shop.injected_key declares the column name 'id`; drop table y'", "not a column name"],
     ),
+    # outer joins are maintained by slices of a key (the keyed path); a FULL join of these
+    # leaves no column that is never NULL-extended
     "outer_join": (
         f"select o.order_id, c.region from {ORDERS} o\n"
-        f"left join {CUSTOMERS} c on o.customer_id = c.customer_id",
-        ["IVM020", "LEFT OUTER JOIN", "line 3, column 1"],
+        f"full join {CUSTOMERS} c on o.customer_id = c.customer_id",
+        ["IVM020", "FULL OUTER JOIN", "line 3, column 1", "IVM070", "unique_key"],
     ),
     "cross_join": (
         f"select o.order_id, c.region from {ORDERS} o cross join {CUSTOMERS} c",
@@ -83,13 +85,13 @@ BAD_MODELS: dict[str, tuple[str, list[str]]] = {
         ["IVM021", "join condition without an equality"],
     ),
     "self_join": (
-        f"select a.order_id from {ORDERS} a join {ORDERS} b on a.order_id = b.customer_id",
-        ["IVM022", "upstream shop.orders read twice", "second upstream model"],
+        f"select a.order_id from {ORDERS} a full join {ORDERS} b on a.order_id = b.customer_id",
+        ["IVM022", "upstream shop.orders read twice", "second upstream model", "IVM070"],
     ),
     "cte_read_twice": (
         f"with t as (select order_id, customer_id from {ORDERS})\n"
-        "select a.order_id from t a join t b on a.order_id = b.customer_id",
-        ["IVM022", "CTE t read twice", "line 3, column 33"],
+        "select a.order_id from t a full join t b on a.order_id = b.customer_id",
+        ["IVM022", "CTE t read twice", "line 3, column 38", "IVM070"],
     ),
     "reserved_column": (
         f"select order_id, amount as __ivm_amount from {ORDERS}",
@@ -105,19 +107,19 @@ BAD_MODELS: dict[str, tuple[str, list[str]]] = {
     ),
     "aggregate_in_cte": (
         f"with t as (select customer_id, sum(amount) as total from {ORDERS} group by customer_id)\n"
-        "select customer_id, total from t",
-        ["IVM040", "GROUP BY in t", "line 2, column", "its own ivm model"],
+        "select max(total) as top from t",
+        ["IVM040", "GROUP BY in t", "line 2, column", "its own ivm model", "IVM070"],
     ),
     "aggregate_star": (
         f"select *, count(*) as n from {ORDERS} group by order_id, customer_id, amount",
         ["IVM041", "SELECT *", "list the group columns"],
     ),
     "aggregate_mixed_item": (
-        f"select customer_id, customer_id * count(*) as weighted from {ORDERS} group by customer_id",
-        ["IVM042", "line 2, column 21", "downstream model"],
+        f"select customer_id * count(*) as weighted from {ORDERS} group by customer_id",
+        ["IVM042", "line 2, column 8", "downstream model", "IVM070"],
     ),
     "distinct_aggregate": (
-        f"select distinct customer_id, count(*) as n from {ORDERS} group by customer_id",
+        f"select distinct count(*) as n from {ORDERS} group by customer_id",
         ["IVM043", "SELECT DISTINCT"],
     ),
     "rollup": (
@@ -140,13 +142,27 @@ BAD_MODELS: dict[str, tuple[str, list[str]]] = {
         f"select order_id from {ORDERS} limit 10",
         ["IVM012", "LIMIT"],
     ),
-    "union": (
-        f"select order_id from {ORDERS} union all select customer_id from {CUSTOMERS}",
-        ["IVM013", "UNION"],
+    "intersect": (
+        f"select order_id from {ORDERS} intersect select customer_id from {CUSTOMERS}",
+        ["IVM013", "INTERSECT"],
     ),
     "subquery": (
-        f"select order_id from {ORDERS} where customer_id in (select customer_id from {CUSTOMERS})",
-        ["IVM014", "subquery in WHERE"],
+        f"select order_id from {ORDERS} where customer_id not in (select customer_id from {CUSTOMERS})",
+        ["IVM014", "subquery in WHERE (NOT IN: use NOT EXISTS)"],
+    ),
+    "window_key_not_selected": (
+        f"select order_id, row_number() over (partition by customer_id order by amount) as rn from {ORDERS}",
+        ["IVM011", "IVM070", "no key to recompute slices by", "PARTITION BY column"],
+    ),
+    "no_key_path": (
+        f"with m as (select max(amount) as top from {ORDERS})\n"
+        f"select o.order_id from {ORDERS} o join m on o.amount = m.top",
+        ["IVM071", "upstream shop.orders: m aggregates it without GROUP BY", "line 2, column 43"],
+    ),
+    "duplicate_unique_key": (
+        f"{{{{ config(unique_key='customer_id') }}}}\nselect o.customer_id, o.amount from {ORDERS} o\n"
+        f"left anti join {CUSTOMERS} c on o.customer_id = c.customer_id",
+        ["unique_key (customer_id) is not unique: 1 key value(s) have more than one row"],
     ),
     "explode": (
         f"select order_id, x from {ORDERS} lateral view explode(array(1, 2)) t as x",
@@ -163,7 +179,12 @@ BAD_MODELS: dict[str, tuple[str, list[str]]] = {
 def failures(project_factory) -> dict[str, str]:
     project: IvmProject = project_factory("errors")
     project.write("models/sources.yml", sources_yaml(project.raw, SOURCES))
-    project.create_table("orders", "order_id bigint, customer_id bigint, amount double")
+    # two orders of one customer: duplicate_unique_key's key is not unique
+    project.create_table(
+        "orders",
+        "order_id bigint, customer_id bigint, amount double",
+        [{"order_id": 1, "customer_id": 7, "amount": 1.0}, {"order_id": 2, "customer_id": 7, "amount": 2.0}],
+    )
     project.create_table("customers", "customer_id bigint, region string")
     project.logged_table("orders", ["order_id"])
     project.logged_table("customers", ["customer_id"])

@@ -151,6 +151,11 @@ def test_jinja_parser_agrees_with_sqlglot(case: dict[str, Any]) -> None:
 
 
 def test_every_accepted_case_is_compared() -> None:
-    accepted = [case["name"] for case in CASES if not case["codes"]]
+    # a top-level UNION (the keyed path) has no single select list to compare
+    accepted = [
+        case["name"]
+        for case in CASES
+        if not case["codes"] and not isinstance(sqlglot.parse_one(case["sql"], read="spark"), exp.Union)
+    ]
     assert [case["name"] for case in COMPARED] == accepted
     assert len(accepted) >= 60

@@ -25,10 +25,6 @@
   {%- set tk = parsed.tk -%}
   {%- set result = {'key': none, 'row_key': none, 'terms': [], 'issues': []} -%}
   {%- set fail = {'code': none} -%}
-  {%- for name, reads in parsed.cte_reads.items() if reads | length > 1 -%}
-    {%- do result.issues.append({'code': 'IVM022', 'construct': 'CTE ' ~ name ~ ' read twice (the keyed path reads each upstream '
-        'occurrence on its own: read the upstream twice instead)', 'position': dbt_ivm._ivm_position(tk, reads[1])}) -%}
-  {%- endfor -%}
   {%- set windows = {} -%}
   {%- for b in parsed.blocks if b.ok -%}
     {%- set wins = dbt_ivm._ivm_windows_in(parsed, b) -%}
@@ -53,13 +49,19 @@
     {%- for wins in windows.values() -%}{%- for w in wins -%}{%- for part in w.partition -%}
       {%- do names.append(part.split(' . ')[-1].strip('`')) -%}
     {%- endfor -%}{%- endfor -%}{%- endfor -%}
+    {%- set refused = [] -%}
     {%- for name in names if name not in traced and name not in key -%}
-      {%- if dbt_ivm._ivm_key_column(parsed, main, name, windows).ok -%}{%- do key.append(name) -%}{%- endif -%}
+      {%- set t = dbt_ivm._ivm_key_column(parsed, main, name, windows) -%}
+      {%- if t.ok -%}{%- do key.append(name) -%}{%- else -%}{%- do refused.append(t.why if t.why.startswith(name) else name ~ ' is ' ~ t.why) -%}{%- endif -%}
     {%- endfor -%}
   {%- endif -%}
   {%- if not key -%}
     {%- set failed = traced.values() | rejectattr('ok') | list -%}
-    {%- set why = (primary | join(', ') ~ ': ' ~ failed[0].why) if failed else 'no output column names a row by a row-level value' -%}
+    {%- if failed -%}
+      {%- set why = primary | join(', ') ~ ': ' ~ failed[0].why -%}
+    {%- else -%}
+      {%- set why = 'no output column qualifies' ~ (': ' ~ refused | join('; ') if refused else '') -%}
+    {%- endif -%}
     {%- do result.issues.append({'code': 'IVM070', 'construct': 'no key to recompute slices by (' ~ why ~ ')',
         'position': 'the model'}) -%}
     {{ return(result) }}
@@ -67,12 +69,15 @@
   {%- set row_key = unique_key or (primary if primary and key == primary else none) -%}
   {%- do result.update({'key': key, 'row_key': row_key or none}) -%}
   {%- for r in parsed.rels -%}
-    {%- set term = dbt_ivm._ivm_key_term(parsed, loop.index0, key, windows) -%}
-    {%- if term.no_path -%}
-      {%- do result.issues.append({'code': 'IVM071', 'construct': 'upstream ' ~ parsed.upstreams[r.upstream].name ~ ': ' ~ term.no_path,
-          'position': dbt_ivm._ivm_position(tk, r.s)}) -%}
-    {%- endif -%}
-    {%- do result.terms.append({'rel': loop.index0, 'upstream': r.upstream, 'sql': term.sql}) -%}
+    {%- set ri = loop.index0 -%}
+    {%- for path in dbt_ivm._ivm_holder_paths(parsed, ri) -%}
+      {%- set term = dbt_ivm._ivm_key_term(parsed, ri, key, windows, path) -%}
+      {%- if term.no_path -%}
+        {%- do result.issues.append({'code': 'IVM071', 'construct': 'upstream ' ~ parsed.upstreams[r.upstream].name ~ ': '
+            ~ term.no_path, 'position': dbt_ivm._ivm_position(tk, r.s)}) -%}
+      {%- endif -%}
+      {%- do result.terms.append({'rel': ri, 'upstream': r.upstream, 'sql': term.sql}) -%}
+    {%- endfor -%}
   {%- endfor -%}
   {%- if result.issues -%}{%- do result.update({'key': none, 'row_key': none, 'terms': []}) -%}{%- endif -%}
   {{ return(result) }}
@@ -128,18 +133,38 @@
   {{ return(names) }}
 {% endmacro %}
 
-{#- The select item of each branch of a UNION block at the position of the first branch's
-    column `name`: [{'block', 'item'}], or none when a branch has a star or no such item. -#}
+{#- The output columns of a block by position: names, none for an unnamed item; none when
+    a star brings columns unknown here (over an upstream). -#}
+{% macro _ivm_output_slots(parsed, block) %}
+  {%- if block.get('union') -%}{{ return(dbt_ivm._ivm_output_slots(parsed, dbt_ivm._ivm_block_named(parsed, block.union[0]))) }}{%- endif -%}
+  {%- set slots = [] -%}
+  {%- for item in block['items'] -%}
+    {%- if item.star -%}
+      {%- for it in block.from_items if item.star in ('*', it.alias) -%}
+        {%- set child = dbt_ivm._ivm_child_block(parsed, it) if it.kind in ('cte', 'derived') else none -%}
+        {%- set more = dbt_ivm._ivm_output_slots(parsed, child) if child is not none else none -%}
+        {%- if more is none -%}{{ return(none) }}{%- endif -%}
+        {%- do slots.extend(more) -%}
+      {%- endfor -%}
+    {%- else -%}
+      {%- do slots.append(item.name) -%}
+    {%- endif -%}
+  {%- endfor -%}
+  {{ return(slots) }}
+{% endmacro %}
+
+{#- Each branch of a UNION block with the name of its column at the position of the first
+    branch's column `name`: [{'block', 'name'}], or none when that cannot be told. -#}
 {% macro _ivm_union_columns(parsed, block, name) %}
-  {%- set first = dbt_ivm._ivm_block_named(parsed, block.union[0]) -%}
-  {%- set pos = first['items'] | map(attribute='name') | list -%}
-  {%- if name not in pos -%}{{ return(none) }}{%- endif -%}
-  {%- set i = pos.index(name) -%}
+  {%- set first = dbt_ivm._ivm_output_slots(parsed, dbt_ivm._ivm_block_named(parsed, block.union[0])) -%}
+  {%- if first is none or name not in first -%}{{ return(none) }}{%- endif -%}
+  {%- set i = first.index(name) -%}
   {%- set pairs = [] -%}
   {%- for branch_name in block.union -%}
     {%- set b = dbt_ivm._ivm_block_named(parsed, branch_name) -%}
-    {%- if b['items'] | selectattr('star') | list or b['items'] | length <= i -%}{{ return(none) }}{%- endif -%}
-    {%- do pairs.append({'block': b, 'item': b['items'][i]}) -%}
+    {%- set slots = dbt_ivm._ivm_output_slots(parsed, b) -%}
+    {%- if slots is none or slots | length != first | length or slots[i] is none -%}{{ return(none) }}{%- endif -%}
+    {%- do pairs.append({'block': b, 'name': slots[i]}) -%}
   {%- endfor -%}
   {{ return(pairs) }}
 {% endmacro %}
@@ -155,13 +180,13 @@
   {%- if block.get('union') -%}
     {%- set found = [] -%}
     {%- for pair in dbt_ivm._ivm_union_columns(parsed, block, name) or [] -%}
-      {%- set t = dbt_ivm._ivm_trace_expr(parsed, pair.block, pair.item.s, pair.item.xe, windows) -%}
+      {%- set t = dbt_ivm._ivm_trace_output(parsed, pair.block, pair.name, windows) -%}
       {%- if not t.ok -%}{{ return(t) }}{%- endif -%}
       {%- do found.extend(t.windows) -%}
     {%- endfor -%}
     {%- if not found and not dbt_ivm._ivm_union_columns(parsed, block, name) -%}
-      {{ return({'ok': false, 'why': name ~ ' is not a named column of every branch of ' ~ block.name ~ ' (list the columns, no *)',
-                 'windows': []}) }}
+      {{ return({'ok': false, 'why': name ~ ' is not a named column of every branch of ' ~ block.name ~
+          ' (name each column; a * over an upstream brings columns unknown before the run)', 'windows': []}) }}
     {%- endif -%}
     {{ return({'ok': true, 'why': none, 'windows': found | unique | list}) }}
   {%- endif -%}
@@ -181,8 +206,9 @@
   {%- set check = dbt_ivm._ivm_window_check(parsed, block, dbt_ivm._ivm_norm_text(parsed, s, e), windows) -%}
   {%- if check -%}{{ return({'ok': false, 'why': check, 'windows': []}) }}{%- endif -%}
   {%- set seen = [block.id] if block.id in windows else [] -%}
+  {%- set merged = dbt_ivm._ivm_full_join_key(parsed, block, s, e) -%}
   {%- for ref in dbt_ivm._ivm_column_refs(parsed, s, e) -%}
-    {%- set t = dbt_ivm._ivm_trace_source(parsed, block, ref.qual, ref.name, windows) -%}
+    {%- set t = dbt_ivm._ivm_trace_source(parsed, block, ref.qual, ref.name, windows, merged) -%}
     {%- if not t.ok -%}{{ return(t) }}{%- endif -%}
     {%- do seen.extend(t.windows) -%}
   {%- endfor -%}
@@ -200,7 +226,23 @@
 
 {#- The FROM item of block that column [qual.]name comes from, checked: not NULL-supplying,
     and traced further into a CTE or derived table. -#}
-{% macro _ivm_trace_source(parsed, block, qual, name, windows) %}
+{#- True when [s, e) is `coalesce(a.x, b.y)` over the two sides of a FULL join whose ON has
+    a.x = b.y: every row has the key of the side it comes from, never a NULL extension. -#}
+{% macro _ivm_full_join_key(parsed, block, s, e) %}
+  {%- set items = block.from_items -%}
+  {%- set text = dbt_ivm._ivm_norm_text(parsed, s, e) -%}
+  {%- set m = modules.re.match('^coalesce \\( (\\S+ \\. \\S+) , (\\S+ \\. \\S+) \\)$', text) -%}
+  {%- if not m or items | length != 2 or items[1].join != 'full' or items[1].on is none -%}{{ return(false) }}{%- endif -%}
+  {%- set pairs = [m.group(1) ~ ' = ' ~ m.group(2), m.group(2) ~ ' = ' ~ m.group(1)] -%}
+  {%- set quals = [m.group(1).split(' . ')[0], m.group(2).split(' . ')[0]] | sort -%}
+  {%- if quals != [items[0].alias, items[1].alias] | sort -%}{{ return(false) }}{%- endif -%}
+  {%- for c in dbt_ivm._ivm_conjuncts(parsed, items[1].on[0], items[1].on[1]) if dbt_ivm._ivm_norm_text(parsed, c[0], c[1]) in pairs -%}
+    {{ return(true) }}
+  {%- endfor -%}
+  {{ return(false) }}
+{% endmacro %}
+
+{% macro _ivm_trace_source(parsed, block, qual, name, windows, merged=false) %}
   {%- set items = block.from_items -%}
   {%- set candidates = [] -%}
   {%- set semi = ('left semi', 'left anti', 'semi', 'anti') -%}
@@ -216,7 +258,7 @@
         ' comes from (qualify it with its relation alias)', 'windows': []}) }}
   {%- endif -%}
   {%- set j = candidates[0] -%}
-  {%- if dbt_ivm._ivm_null_supplying(items, j) -%}
+  {%- if dbt_ivm._ivm_null_supplying(items, j) and not merged -%}
     {{ return({'ok': false, 'why': shown ~ ' comes from the NULL-supplying side of an outer join in ' ~ block.name, 'windows': []}) }}
   {%- endif -%}
   {%- set it = items[j] -%}
@@ -263,8 +305,8 @@
     {%- set named = child['items'] | selectattr('name', 'equalto', name) | list -%}
     {%- if child.get('union') -%}
       {%- for pair in dbt_ivm._ivm_union_columns(parsed, child, name) or [] -%}
-        {%- set why = dbt_ivm._ivm_local_value(parsed, pair.block, pair.item.s, pair.item.xe) -%}
-        {%- if why -%}{{ return(why ~ ' in ' ~ pair.block.name) }}{%- endif -%}
+        {%- set t = dbt_ivm._ivm_trace_output(parsed, pair.block, pair.name, {}) -%}
+        {%- if not t.ok -%}{{ return(t.why ~ ' in ' ~ pair.block.name) }}{%- endif -%}
       {%- endfor -%}
     {%- elif named -%}
       {%- set why = dbt_ivm._ivm_local_value(parsed, child, named[0].s, named[0].xe) -%}
@@ -399,42 +441,121 @@
   {{ return(ns.kept) }}
 {% endmacro %}
 
-{#- The key term of upstream occurrence parsed.rels[ri]: {'sql': `select distinct <key> from
-    (...)` with that occurrence as the placeholder __IVM_DELTA__ and every other as
-    __IVM_REL_<upstream>__ (see the header of this file), 'no_path': why its changed rows
-    reach every key (an aggregate without GROUP BY, or a join to them without a kept
-    equality), or none}. -#}
-{% macro _ivm_key_term(parsed, ri, key, windows) %}
+{#- The ways upstream occurrence parsed.rels[ri] reaches the main query: [{'holder': {block
+    id: index of the FROM item holding it, or none (a subquery or UNION branch)}, 'reads':
+    {CTE name: position of the read on this way}}]. A CTE read twice gives two ways. -#}
+{% macro _ivm_holder_paths(parsed, ri) %}
+  {%- set r = parsed.rels[ri] -%}
+  {%- set first = parsed.blocks[r.block] -%}
+  {%- set start = namespace(item=none) -%}
+  {%- for i in range(first.from_items | length) if first.from_items[i].kind == 'upstream' and first.from_items[i].name_s == r.s -%}
+    {%- set start.item = i -%}
+  {%- endfor -%}
+  {%- set open = [{'holder': {first.id: start.item}, 'reads': {}, 'top': first}] -%}
+  {%- set done = [] -%}
+  {%- for _ in range(parsed.blocks | length * 4) if open -%}
+    {%- set path = open.pop() -%}
+    {%- set b = path.top -%}
+    {%- if b.kind == 'main' -%}{%- do done.append(path) -%}{%- continue -%}{%- endif -%}
+    {%- for pb in parsed.blocks -%}
+      {%- set ups = [] -%}
+      {%- for i in range(pb.from_items | length) if pb.from_items[i].kind in ('cte', 'derived') and pb.from_items[i].name == b.name -%}
+        {%- do ups.append({'item': i, 'read': pb.from_items[i].get('name_s')}) -%}
+      {%- endfor -%}
+      {%- if (pb.get('subqueries') or []) | selectattr('name', 'equalto', b.name) | list or b.name in (pb.get('union') or []) -%}
+        {%- do ups.append({'item': none, 'read': none}) -%}
+      {%- endif -%}
+      {%- for u in ups if pb.id not in path.holder -%}
+        {%- set holder = {} -%}{%- do holder.update(path.holder) -%}{%- do holder.update({pb.id: u.item}) -%}
+        {%- set reads = {} -%}{%- do reads.update(path.reads) -%}
+        {%- if b.kind == 'cte' -%}{%- do reads.update({b.name: u.read}) -%}{%- endif -%}
+        {%- do open.append({'holder': holder, 'reads': reads, 'top': pb}) -%}
+      {%- endfor -%}
+    {%- endfor -%}
+  {%- endfor -%}
+  {{ return(done) }}
+{% endmacro %}
+
+{#- The key term of upstream occurrence parsed.rels[ri] along one of its ways to the main
+    query (_ivm_holder_paths): {'sql': `select distinct <key> from (...)` with that
+    occurrence as the placeholder __IVM_DELTA__ and every other as __IVM_REL_<upstream>__
+    (see the header of this file), 'no_path': why its changed rows reach every key (an
+    aggregate without GROUP BY, or a join to them without a kept equality), or none}.
+    A CTE on the way that is also read elsewhere is read there as its twin
+    __ivm_full_<name>: the CTE without the change (CTEs below it on the way get twins too). -#}
+{% macro _ivm_key_term(parsed, ri, key, windows, path) %}
   {%- set sig = parsed.tk.significant -%}
   {%- set r = parsed.rels[ri] -%}
-  {%- set subs = {} -%}
-  {#- the blocks that hold the occurrence, innermost first, and the item holding it in each -#}
-  {%- set holder = {} -%}
-  {%- set cur = namespace(block=parsed.blocks[r.block], item=none) -%}
-  {%- for i in range(cur.block.from_items | length) if cur.block.from_items[i].kind == 'upstream' and cur.block.from_items[i].name_s == r.s -%}
-    {%- set cur.item = i -%}
-  {%- endfor -%}
-  {%- for _ in parsed.blocks -%}
-    {%- do holder.update({cur.block.id: cur.item}) -%}
-    {%- set up = namespace(block=none, item=none) -%}
-    {%- for b in parsed.blocks if cur.block.kind != 'main' -%}
-      {%- for i in range(b.from_items | length) if b.from_items[i].kind in ('cte', 'derived') and b.from_items[i].name == cur.block.name -%}
-        {%- set up.block = b -%}{%- set up.item = i -%}
-      {%- endfor -%}
-      {#- a subquery's rows reach its block through a WHERE conjunct, not a FROM item -#}
-      {%- if (b.get('subqueries') or []) | selectattr('name', 'equalto', cur.block.name) | list -%}{%- set up.block = b -%}{%- endif -%}
-      {%- if cur.block.name in (b.get('union') or []) -%}{%- set up.block = b -%}{%- endif -%}
-    {%- endfor -%}
-    {%- if up.block is none -%}{%- break -%}{%- endif -%}
-    {%- set cur.block = up.block -%}{%- set cur.item = up.item -%}
-  {%- endfor -%}
-  {%- set path = {'why': none} -%}
+  {%- set holder = path.holder -%}
   {%- set holding = [] -%}
   {%- for b in parsed.blocks if b.id in holder -%}{%- do holding.append(b.name) -%}{%- endfor -%}
+  {%- set base = {} -%}
+  {%- do dbt_ivm._ivm_term_subs(parsed, windows, {}, [], base) -%}
+  {%- set subs = {} -%}
+  {%- set why = dbt_ivm._ivm_term_subs(parsed, windows, holder, holding, subs) -%}
+  {%- for q in parsed.rels -%}
+    {%- set alias = '' if q.alias_given else ' ' ~ dbt_ivm._ivm_quote(q.alias) -%}
+    {%- set text = '__IVM_DELTA__' if loop.index0 == ri else '__IVM_REL_' ~ q.upstream ~ '__' -%}
+    {%- do subs.update({q.s: {'end': q.e, 'text': text ~ alias}}) -%}
+    {%- do base.update({q.s: {'end': q.e, 'text': '__IVM_REL_' ~ q.upstream ~ '__' ~ alias}}) -%}
+  {%- endfor -%}
+  {#- twins: the CTEs of the way, innermost first, up to the outermost one read twice -#}
+  {%- set way = [] -%}
+  {%- for b in parsed.blocks if b.id in holder and b.kind == 'cte' -%}{%- do way.append(b) -%}{%- endfor -%}
+  {%- set way = way | sort(attribute='s') -%}
+  {%- set last = namespace(s=-1) -%}
+  {%- for b in way if parsed.cte_reads.get(b.name, []) | length > 1 -%}{%- set last.s = b.s -%}{%- endfor -%}
+  {%- set twins = way | selectattr('s', 'le', last.s) | list -%}
+  {%- for d in twins -%}
+    {%- set twin_subs = {} -%}
+    {%- do twin_subs.update(base) -%}
+    {%- for e in twins -%}{%- for p in parsed.cte_reads.get(e.name, []) if d.s <= p and p < d.e -%}
+      {%- do twin_subs.update({p: {'end': p + 1, 'text': dbt_ivm._ivm_twin_read(parsed, e.name, p)}}) -%}
+    {%- endfor -%}{%- endfor -%}
+    {%- set at = parsed.ctes[d.name] -%}
+    {%- do subs.update({at: {'end': at + 1, 'text': dbt_ivm._ivm_quote('__ivm_full_' ~ d.name) ~ ' as (' ~
+        dbt_ivm._ivm_range_text(parsed, d.s, d.e, twin_subs) ~ '), ' ~ parsed.tk.tokens[sig[at]].text}}) -%}
+    {%- for p in parsed.cte_reads.get(d.name, []) if p != path.reads.get(d.name) -%}
+      {%- do subs.update({p: {'end': p + 1, 'text': dbt_ivm._ivm_twin_read(parsed, d.name, p)}}) -%}
+    {%- endfor -%}
+  {%- endfor -%}
+  {#- branches of a UNION holding the occurrence that do not hold it add no row of theirs -#}
+  {%- set tail = namespace(text='') -%}
+  {%- for b in parsed.blocks if b.get('union') and b.id in holder -%}
+    {%- for name in b.union if name not in holding -%}
+      {%- set branch = dbt_ivm._ivm_block_named(parsed, name) -%}
+      {%- do subs.update({branch.s: {'end': branch.s + 1, 'text': 'select * from (select'}}) -%}
+      {%- if branch.e < sig | length -%}
+        {%- do subs.update({branch.e: {'end': branch.e + 1, 'text': ') __ivm_nb where false ' ~ parsed.tk.tokens[sig[branch.e]].text}}) -%}
+      {%- else -%}
+        {%- set tail.text = ') __ivm_nb where false' -%}
+      {%- endif -%}
+    {%- endfor -%}
+  {%- endfor -%}
+  {%- set body = dbt_ivm._ivm_range_text(parsed, 0, sig | length, subs) ~ tail.text -%}
+  {{ return({'sql': 'select distinct ' ~ dbt_ivm._ivm_quote_all(key) | join(', ') ~ ' from (\n' ~ body ~ '\n) __ivm_kt',
+             'no_path': why}) }}
+{% endmacro %}
+
+{#- A read of CTE `name` at position p turned into a read of its twin (same alias). -#}
+{% macro _ivm_twin_read(parsed, name, p) %}
+  {%- set ns = namespace(alias=dbt_ivm._ivm_quote(name)) -%}
+  {%- for b in parsed.blocks -%}{%- for it in b.from_items if it.get('name_s') == p and it.alias_given -%}
+    {%- set ns.alias = '' -%}
+  {%- endfor -%}{%- endfor -%}
+  {{ return(dbt_ivm._ivm_quote('__ivm_full_' ~ name) ~ (' ' ~ ns.alias if ns.alias else '')) }}
+{% endmacro %}
+
+{#- The edits of a key term that depend on where the occurrence is (holder, holding: see
+    _ivm_key_term; empty for a read without the change): outer and anti joins turned,
+    conditions cut to what a term may keep, HAVING and QUALIFY dropped. Adds them to subs;
+    returns why the occurrence has no key path, or none. -#}
+{% macro _ivm_term_subs(parsed, windows, holder, holding, subs) %}
+  {%- set path = {'why': none} -%}
   {%- for b in parsed.blocks if b.ok -%}
     {%- set j = holder.get(b.id) -%}
     {%- set global_aggregate = b.id != 0 and not b.get('group_range') and dbt_ivm._ivm_block_aggregates(parsed, b) -%}
-    {%- if j is not none and global_aggregate -%}
+    {%- if b.id in holder and global_aggregate -%}
       {%- do path.update({'why': b.name ~ ' aggregates it without GROUP BY, so every key can change'}) -%}
     {%- endif -%}
     {%- for k in range(1, b.from_items | length) -%}
@@ -471,27 +592,7 @@
       {%- do subs.update({b[kw ~ '_range'][0] - 1: {'end': b[kw ~ '_range'][1], 'text': ''}}) -%}
     {%- endfor -%}
   {%- endfor -%}
-  {#- branches of a UNION holding the occurrence that do not hold it add no row of theirs -#}
-  {%- set tail = namespace(text='') -%}
-  {%- for b in parsed.blocks if b.get('union') and b.id in holder -%}
-    {%- for name in b.union if name not in holding -%}
-      {%- set branch = dbt_ivm._ivm_block_named(parsed, name) -%}
-      {%- do subs.update({branch.s: {'end': branch.s + 1, 'text': 'select * from (select'}}) -%}
-      {%- if branch.e < sig | length -%}
-        {%- do subs.update({branch.e: {'end': branch.e + 1, 'text': ') __ivm_nb where false ' ~ parsed.tk.tokens[sig[branch.e]].text}}) -%}
-      {%- else -%}
-        {%- set tail.text = ') __ivm_nb where false' -%}
-      {%- endif -%}
-    {%- endfor -%}
-  {%- endfor -%}
-  {%- for q in parsed.rels -%}
-    {%- set alias = '' if q.alias_given else ' ' ~ dbt_ivm._ivm_quote(q.alias) -%}
-    {%- set text = '__IVM_DELTA__' if loop.index0 == ri else '__IVM_REL_' ~ q.upstream ~ '__' -%}
-    {%- do subs.update({q.s: {'end': q.e, 'text': text ~ alias}}) -%}
-  {%- endfor -%}
-  {%- set body = dbt_ivm._ivm_range_text(parsed, 0, sig | length, subs) ~ tail.text -%}
-  {{ return({'sql': 'select distinct ' ~ dbt_ivm._ivm_quote_all(key) | join(', ') ~ ' from (\n' ~ body ~ '\n) __ivm_kt',
-             'no_path': path.why}) }}
+  {{ return(path.why) }}
 {% endmacro %}
 
 {% macro _ivm_block_named(parsed, name) %}

@@ -74,7 +74,7 @@
   {%- endfor -%}
   {#- a CTE read twice joins the upstreams it reads with themselves -#}
   {%- for name, reads in ctx.cte_reads.items() if ctx.rels -%}
-    {%- for p in reads[1:] -%}{%- do dbt_ivm._ivm_add_issue(ctx, 'IVM022', tk, p, 'CTE ' ~ name ~ ' read twice') -%}{%- endfor -%}
+    {%- for p in reads[1:] -%}{%- do dbt_ivm._ivm_add_issue(ctx, 'IVM022', tk, p, 'CTE ' ~ name ~ ' read twice', true) -%}{%- endfor -%}
   {%- endfor -%}
   {%- do dbt_ivm._ivm_drop_ordering(ctx) -%}
   {%- do dbt_ivm._ivm_scan_functions(ctx) -%}
