@@ -1,5 +1,5 @@
 """Two `dbt run`s of the same ivm models at once through a Spark Thrift Server (a scheduler
-retry overlapping a running job), with random overlap, 10 trials: a join stored as Delta
+retry overlapping a running job), with random overlap, 6 trials: a join stored as Delta
 and an aggregate stored as parquet, over Delta upstreams with change data feed.
 
 After each trial every table equals its definition, no refresh is left interrupted, and
@@ -70,7 +70,7 @@ def test_two_runs_at_once(tmp_path: Path, thrift: ThriftServer) -> None:
     first = outcome(project, "setup", start_run(project, "setup", 0))
     assert set(first["status"].values()) == {"success"}, first["output"]
     seen = {"waited": 0, "refused": 0}
-    for trial in range(10):
+    for trial in range(6):
         commit_batch(q, pick)
         wait = pick.choice([0, 120])
         a = start_run(project, "a", wait)

@@ -79,7 +79,9 @@
       {%- do result.terms.append({'rel': ri, 'upstream': r.upstream, 'sql': term.sql}) -%}
     {%- endfor -%}
   {%- endfor -%}
-  {%- if result.issues -%}{%- do result.update({'key': none, 'row_key': none, 'terms': []}) -%}{%- endif -%}
+  {%- if result.issues -%}{%- do result.update({'key': none, 'row_key': none, 'terms': []}) -%}{{ return(result) }}{%- endif -%}
+  {%- set points = dbt_ivm._ivm_key_points(parsed, key) -%}
+  {%- do result.update({'pruned': dbt_ivm._ivm_pruned_definition(parsed, points), 'points': points}) -%}
   {{ return(result) }}
 {% endmacro %}
 
@@ -629,4 +631,148 @@
   {%- set sig = parsed.tk.significant -%}
   {%- if call.end < sig | length and parsed.tk.tokens[sig[call.end]].word == 'over' -%}{{ return(call.end) }}{%- endif -%}
   {{ return(none) }}
+{% endmacro %}
+
+{#- Where the recompute of the affected slices can prune its reads: {rel index: [[upstream
+    column, key column]]} for the upstream occurrences whose every row that reaches a view
+    row has that column equal to the row's key column: through plain column projections,
+    equality conjuncts of ON / WHERE, GROUP BY columns, UNION branches and the correlation
+    equalities of WHERE subqueries. Reading only those rows whose column is an affected key
+    gives the affected slices exactly (rows of other slices are cut by the key afterwards). -#}
+{% macro _ivm_key_points(parsed, key) %}
+  {%- set points = {} -%}
+  {%- set main = parsed.blocks[0] -%}
+  {%- for name in key -%}
+    {%- set refs = [] -%}
+    {%- for item in main['items'] if item.name == name -%}
+      {%- set ref = dbt_ivm._ivm_plain_ref(parsed, item.s, item.xe) -%}
+      {%- if ref -%}{%- do refs.append(ref) -%}{%- endif -%}
+    {%- endfor -%}
+    {%- if not refs and main['items'] | selectattr('star') | list | length == 1 -%}
+      {%- set star = (main['items'] | selectattr('star') | first).star -%}
+      {%- do refs.append({'qual': none if star == '*' else star, 'name': name}) -%}
+    {%- endif -%}
+    {%- for ref in refs -%}
+      {%- do dbt_ivm._ivm_equivalent_columns(parsed, main, ref, name, points, [], []) -%}
+    {%- endfor -%}
+  {%- endfor -%}
+  {#- an occurrence reached several ways (a CTE read twice) is pruned only by the columns
+      equal to the key on every way -#}
+  {%- set pruned = {} -%}
+  {%- for ri, by_way in points.items() -%}
+    {%- set ways = [] -%}
+    {%- for path in dbt_ivm._ivm_holder_paths(parsed, ri) -%}{%- do ways.append(path.reads.values() | sort | join(',')) -%}{%- endfor -%}
+    {%- set common = namespace(pairs=none) -%}
+    {%- for way in ways -%}
+      {%- set here = by_way.get(way, []) -%}
+      {%- set common.pairs = here if common.pairs is none else common.pairs | select('in', here) | list -%}
+    {%- endfor -%}
+    {%- if common.pairs -%}{%- do pruned.update({ri: common.pairs | unique(attribute='1') | list}) -%}{%- endif -%}
+  {%- endfor -%}
+  {{ return(pruned) }}
+{% endmacro %}
+
+{#- The column reference that [s, e) is, or none. -#}
+{% macro _ivm_plain_ref(parsed, s, e) %}
+  {%- set toks = parsed.tk.tokens -%}
+  {%- set sig = parsed.tk.significant -%}
+  {%- set refs = dbt_ivm._ivm_column_refs(parsed, s, e) -%}
+  {%- set width = e - s -%}
+  {%- if refs | length == 1 and (width == 1 or (width == 3 and toks[sig[s + 1]].text == '.')) -%}{{ return(refs[0]) }}{%- endif -%}
+  {{ return(none) }}
+{% endmacro %}
+
+{#- Add to points the upstream columns equal to column ref (of block) in every row. -#}
+{% macro _ivm_equivalent_columns(parsed, block, ref, key_name, points, seen, via) %}
+  {%- set sig_key = block.id ~ ':' ~ (ref.qual or '') ~ '.' ~ ref.name ~ ':' ~ via | sort | join(',') -%}
+  {%- if sig_key in seen -%}{{ return(none) }}{%- endif -%}
+  {%- do seen.append(sig_key) -%}
+  {%- set items = block.from_items -%}
+  {#- the FROM item it names -#}
+  {%- set found = [] -%}
+  {%- for i in range(items | length) if (ref.qual is not none and items[i].alias == ref.qual) or (ref.qual is none and items | length == 1) -%}
+    {%- do found.append(i) -%}
+  {%- endfor -%}
+  {%- for i in found -%}
+    {%- set it = items[i] -%}
+    {%- if it.kind == 'upstream' -%}
+      {%- for ri in range(parsed.rels | length) if parsed.rels[ri].s == it.name_s -%}
+        {%- do points.setdefault(ri, {}).setdefault(via | sort | join(','), []).append([ref.name, key_name]) -%}
+      {%- endfor -%}
+    {%- elif it.kind in ('cte', 'derived') -%}
+      {%- set child = dbt_ivm._ivm_child_block(parsed, it) -%}
+      {%- set branches = [] -%}
+      {%- if child.get('union') -%}
+        {%- for pair in dbt_ivm._ivm_union_columns(parsed, child, ref.name) or [] -%}{%- do branches.append(pair) -%}{%- endfor -%}
+      {%- else -%}
+        {%- do branches.append({'block': child, 'name': ref.name}) -%}
+      {%- endif -%}
+      {%- for pair in branches -%}
+        {%- set named = pair.block['items'] | selectattr('name', 'equalto', pair.name) | list -%}
+        {%- set stars = pair.block['items'] | selectattr('star') | list -%}
+        {%- if named -%}
+          {%- set inner = dbt_ivm._ivm_plain_ref(parsed, named[0].s, named[0].xe) -%}
+        {%- elif stars | length == 1 -%}
+          {%- set inner = {'qual': none if stars[0].star == '*' else stars[0].star, 'name': pair.name} -%}
+        {%- else -%}
+          {%- set inner = none -%}
+        {%- endif -%}
+        {%- set deeper = via + ([it.name_s] if it.kind == 'cte' else []) -%}
+        {%- if inner -%}{%- do dbt_ivm._ivm_equivalent_columns(parsed, pair.block, inner, key_name, points, seen, deeper) -%}{%- endif -%}
+      {%- endfor -%}
+    {%- endif -%}
+  {%- endfor -%}
+  {#- columns equal to it by an equality conjunct of this block (or a subquery's correlation) -#}
+  {%- set conditions = [] -%}
+  {%- for it in items if it.on is not none and not it.using -%}{%- do conditions.append([block, it.on]) -%}{%- endfor -%}
+  {%- if block.get('where_range') -%}{%- do conditions.append([block, block.where_range]) -%}{%- endif -%}
+  {%- for sq in block.get('subqueries') or [] if sq.kw == 'exists' -%}
+    {%- set sub = dbt_ivm._ivm_block_named(parsed, sq.name) -%}
+    {%- if sub.get('where_range') -%}{%- do conditions.append([sub, sub.where_range]) -%}{%- endif -%}
+  {%- endfor -%}
+  {%- for pair in conditions -%}
+    {%- for c in dbt_ivm._ivm_conjuncts(parsed, pair[1][0], pair[1][1]) -%}
+      {%- set other = dbt_ivm._ivm_equality_partner(parsed, c, ref) -%}
+      {%- if other -%}{%- do dbt_ivm._ivm_equivalent_columns(parsed, pair[0], other, key_name, points, seen, via) -%}{%- endif -%}
+    {%- endfor -%}
+  {%- endfor -%}
+{% endmacro %}
+
+{#- For conjunct c = [s, e) of the form `a = b` (two column references) with one side
+    ref: the other side; else none. -#}
+{% macro _ivm_equality_partner(parsed, c, ref) %}
+  {%- set toks = parsed.tk.tokens -%}
+  {%- set sig = parsed.tk.significant -%}
+  {%- set eqs = [] -%}
+  {%- for p in range(c[0], c[1]) if toks[sig[p]].text in ('=', '==', '<=>') and toks[sig[p]].depth == toks[sig[c[0]]].depth -%}
+    {%- do eqs.append(p) -%}
+  {%- endfor -%}
+  {%- if eqs | length != 1 -%}{{ return(none) }}{%- endif -%}
+  {%- set left = dbt_ivm._ivm_plain_ref(parsed, c[0], eqs[0]) -%}
+  {%- set right = dbt_ivm._ivm_plain_ref(parsed, eqs[0] + 1, c[1]) -%}
+  {%- if not left or not right or ref.qual is none -%}{{ return(none) }}{%- endif -%}
+  {%- if left.qual == ref.qual and left.name == ref.name -%}{{ return(right if right.qual else none) }}{%- endif -%}
+  {%- if right.qual == ref.qual and right.name == ref.name -%}{{ return(left if left.qual else none) }}{%- endif -%}
+  {{ return(none) }}
+{% endmacro %}
+
+{#- The definition with the reads of the key points pruned to the affected keys: each such
+    upstream occurrence read through a semi join with __IVM_KEYS__ (the affected keys),
+    every upstream as __IVM_REL_<upstream>__. -#}
+{% macro _ivm_pruned_definition(parsed, points) %}
+  {%- set subs = {} -%}
+  {%- for q in parsed.rels -%}
+    {%- set ri = loop.index0 -%}
+    {%- set alias = ' ' ~ dbt_ivm._ivm_quote(q.alias) if not q.alias_given else '' -%}
+    {%- set rel = '__IVM_REL_' ~ q.upstream ~ '__' -%}
+    {%- if points.get(ri) -%}
+      {%- set on = [] -%}
+      {%- for pair in points[ri] -%}
+        {%- do on.append('__ivm_u.' ~ dbt_ivm._ivm_quote(pair[0]) ~ ' <=> __ivm_k.' ~ dbt_ivm._ivm_quote(pair[1])) -%}
+      {%- endfor -%}
+      {%- set rel = '(select __ivm_u.* from ' ~ rel ~ ' __ivm_u left semi join __IVM_KEYS__ __ivm_k on ' ~ on | join(' and ') ~ ')' -%}
+    {%- endif -%}
+    {%- do subs.update({q.s: {'end': q.e, 'text': rel ~ alias}}) -%}
+  {%- endfor -%}
+  {{ return(dbt_ivm._ivm_range_text(parsed, 0, parsed.tk.significant | length, subs)) }}
 {% endmacro %}

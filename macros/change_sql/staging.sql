@@ -100,12 +100,14 @@
   {%- for p in plan -%}{%- do relations.update({p.index: dbt_ivm.ivm_snapshot_sql(p.up, p.columns, p.to)}) -%}{%- endfor -%}
   {%- set insert_view = prefix ~ '_ins' -%}
   {%- do temp_views.append(insert_view) -%}
-  {%- do dbt_ivm._ivm_cache_view(insert_view, dbt_ivm._ivm_aggregate_recompute_sql(dbt_ivm._ivm_fill_relations(spec.full,
-      relations), affected_view, key)) -%}
+  {#- the definition with the reads that hold only the affected slices' rows pruned to them -#}
+  {%- set pruned = dbt_ivm._ivm_fill_relations(spec.pruned.replace('__IVM_KEYS__', affected_view), relations) -%}
+  {%- do dbt_ivm._ivm_cache_view(insert_view, dbt_ivm._ivm_aggregate_recompute_sql(pruned, affected_view, key)) -%}
   {%- set predicates = dbt_ivm._ivm_group_delete_predicates(affected_view, key, '__ivm_v') -%}
   {%- set counts = run_query('select (select count(*) from ' ~ affected_view ~ '), (select count(*) from ' ~ insert_view ~
       '), (select count(*) from ' ~ target ~ ' __ivm_v ' ~ predicates.joins | join(' ') ~ ' where ' ~ predicates.flag ~ ')').rows[0] -%}
-  {%- set reason = 'keyed: recomputed ' ~ counts[0] ~ ' affected slice(s) of ' ~ key | join(', ') ~ ' from the definition' -%}
+  {%- set reason = 'keyed: recomputed ' ~ counts[0] ~ ' affected slice(s) of ' ~ key | join(', ') ~ ' from the definition'
+      ~ (', reads of ' ~ spec.pruned_reads ~ ' upstream occurrence(s) pruned to them' if spec.pruned_reads else '') -%}
   {{ return({'insert_view': insert_view, 'rows_inserted': counts[1], 'rows_deleted': counts[2], 'rewrite': true,
              'predicates': predicates, 'reason': reason, 'reads_upstreams': true,
              'delta': {'kind': 'slices', 'affected_view': affected_view, 'keys': key}}) }}
