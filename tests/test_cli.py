@@ -141,8 +141,8 @@ def test_explain_json(project: Path, capsys: pytest.CaptureFixture[str]) -> None
     # sorted by name, upstreams too: the manifest's order differs between machines
     assert list(models) == ["bad_facts", "fallback", "fresh", "order_facts", "revenue", "visit_counts"]
     assert set(models["order_facts"]) == {
-        "name", "unique_id", "file", "class", "shape", "outcome", "on_unsupported", "refresh",
-        "upstreams", "capabilities", "restrictions", "errors",
+        "name", "unique_id", "file", "class", "shape", "outcome", "on_unsupported", "refresh", "key",
+        "notes", "upstreams", "capabilities", "restrictions", "errors",
     }  # fmt: skip
     assert models["order_facts"]["refresh"] == {"inserts": "append", "any": "rewrite"}
     assert models["revenue"]["refresh"] == {"inserts": "merge", "any": "recompute"}
@@ -341,3 +341,28 @@ def test_the_yaml_a_fix_suggests_is_valid() -> None:
     suggested = LEGACY_FIX.split("e.g. ", 1)[1].split("  or,", 1)[0]
     table = yaml.safe_load(suggested)["sources"][0]["tables"][0]
     assert table["meta"]["ivm"] == {"unique_key": ["id"], "change_log": "legacy_changes"}
+
+
+def test_explain_shows_the_slice_key_and_the_dropped_order_by(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A mart on the keyed path: the slice key (unique_key from the model's config), each
+    upstream's refresh in slices, and the ORDER BY the analysis leaves out."""
+    m = ManifestBuilder()
+    orders = m.source("orders", {"unique_key": ["order_id"], "change_log": "orders_changes"})
+    customers = m.source("customers", {"unique_key": ["customer_id"], "change_log": "customers_changes"})
+    m.model(
+        "customer_orders",
+        "with totals as (select customer_id, count(*) as n from raw.orders group by customer_id)\n"
+        "select c.customer_id, coalesce(t.n, 0) as n\nfrom raw.customers c\n"
+        "left join totals t on c.customer_id = t.customer_id\norder by c.customer_id",
+        [orders, customers],
+        unique_key="customer_id",
+    )
+    m.write(tmp_path / "target/manifest.json")
+    code, out, _ = explain(tmp_path, capsys)
+    assert code == 0, out
+    text = section(out, "customer_orders")
+    assert "  slice key: customer_id (keyed recompute)" in text
+    assert "  note: ORDER BY at line 5, column 1 dropped: a table keeps no order" in text
+    assert "recompute the slices of customer_id that changed shop.orders rows touch, from the definition" in text

@@ -31,6 +31,9 @@ def _model_text(report: ModelReport) -> str:
     model = report.model
     lines = [f"{model.name}  ({model.file})", f"  class: {report.model_class}"]
     lines.append(f"  dbt run: {_OUTCOMES[report.outcome]}")
+    if report.analysis and report.analysis.key:
+        lines.append(f"  slice key: {', '.join(report.analysis.key)} (keyed recompute)")
+    lines += [f"  note: {note}" for note in (report.analysis.notes if report.analysis else ())]
     lines += [f"  error: {error}" for error in report.errors]
     if model.upstreams:
         lines.append("  upstreams:")
@@ -120,6 +123,8 @@ def _model_json(report: ModelReport) -> dict[str, Any]:
         "outcome": report.outcome,
         "on_unsupported": report.on_unsupported,
         "refresh": asdict(report.refresh) if report.refresh else None,
+        "key": list(report.analysis.key) if report.analysis else [],
+        "notes": list(report.analysis.notes) if report.analysis else [],
         "upstreams": [
             {
                 "name": u.name,
