@@ -365,4 +365,5 @@ def test_explain_shows_the_slice_key_and_the_dropped_order_by(
     text = section(out, "customer_orders")
     assert "  slice key: customer_id (keyed recompute)" in text
     assert "  note: ORDER BY at line 5, column 1 dropped: a table keeps no order" in text
-    assert "recompute the slices of customer_id that changed shop.orders rows touch, from the definition" in text
+    slices = "recompute the slices of customer_id that changed shop.orders rows touch, from the definition"
+    assert slices in text
