@@ -11,7 +11,8 @@
     row (old or new) derived with a changed row keeps its key in the term:
       * an outer join whose NULL-supplying side holds the occurrence becomes inner (a FULL
         join keeps the occurrence's side), an anti join on it becomes a semi join, and an
-        anti join whose kept side holds it no longer filters;
+        anti join whose kept side holds it no longer filters; an inner join keeps the
+        occurrence's side (outer), which lets Spark drop partners the key does not need;
       * HAVING and QUALIFY go, and so does every WHERE / ON conjunct over a value computed
         by an aggregate or a window function (such values differ on partial input).
     The key columns themselves must be row-level values (no aggregate or window result),
@@ -52,7 +53,11 @@
     {%- set refused = [] -%}
     {%- for name in names if name not in traced and name not in key -%}
       {%- set t = dbt_ivm._ivm_key_column(parsed, main, name, windows) -%}
-      {%- if t.ok -%}{%- do key.append(name) -%}{%- else -%}{%- do refused.append(t.why if t.why.startswith(name) else name ~ ' is ' ~ t.why) -%}{%- endif -%}
+      {%- if t.ok -%}
+        {%- do key.append(name) -%}
+      {%- else -%}
+        {%- do refused.append(t.why if t.why.startswith(name) else name ~ ' is ' ~ t.why) -%}
+      {%- endif -%}
     {%- endfor -%}
   {%- endif -%}
   {%- if not key -%}
@@ -570,6 +575,11 @@
         {%- elif it.join == 'full' and j < k -%}{%- set join = 'left join ' -%}
         {%- elif it.join in ('left anti', 'anti') and k == j -%}{%- set join = 'left semi join ' -%}
         {%- elif it.join in ('left anti', 'anti') and j < k -%}{%- set on = 'false' -%}
+        {#- an inner join keeps the occurrence's rows even without a partner (more rows, more
+            keys, still all the right ones): Spark then drops a join whose columns the key
+            does not need (a lineitem joined only for an aggregate's values is never read) -#}
+        {%- elif it.join == 'inner' and k == j -%}{%- set join = 'right join ' -%}
+        {%- elif it.join == 'inner' and j < k -%}{%- set join = 'left join ' -%}
         {%- endif -%}
       {%- endif -%}
       {%- if join -%}{%- do subs.update({it.join_pos: {'end': it.pos, 'text': join}}) -%}{%- endif -%}

@@ -74,7 +74,7 @@
 {#- Keyed recompute (macros/analysis/keyed.sql): the slices the change touches, from one key
     term per occurrence of a changed upstream, are deleted and recomputed from the
     definition at the fixed versions, restricted to their keys. -#}
-{% macro _ivm_stage_keyed_changes(spec, target, plan, prefix, temp_views) %}
+{% macro _ivm_stage_keyed_changes(spec, target, plan, prefix, temp_views, file_format) %}
   {%- set key = spec.key -%}
   {%- set by_index = {} -%}
   {%- for p in plan -%}{%- do by_index.update({p.index: p}) -%}{%- endfor -%}
@@ -93,9 +93,15 @@
     {%- set changed_rows = '(select * from ' ~ images | join(' __ivm_i union all select * from ') ~ ' __ivm_i)' -%}
     {%- do parts.append(dbt_ivm._ivm_fill_relations(term.sql.replace('__IVM_DELTA__', changed_rows), relations)) -%}
   {%- endfor -%}
-  {%- set affected_view = prefix ~ '_keys' -%}
+  {#- the affected keys are written to a scratch table, not cached: a cached view whose query
+      has a WITH makes Spark miss the cache of a view read after it in the same statement,
+      and the recompute would then evaluate every key term again -#}
+  {%- set affected_view = api.Relation.create(database=target.database, schema=target.schema,
+      identifier='__ivm_keys__' ~ target.identifier, type='table') | string -%}
+  {%- do run_query('drop table if exists ' ~ affected_view) -%}
   {%- do temp_views.append(affected_view) -%}
-  {%- do dbt_ivm._ivm_cache_view(affected_view, 'select distinct * from (\n' ~ parts | join('\nunion all\n') ~ '\n) __ivm_a') -%}
+  {%- do run_query('create table ' ~ affected_view ~ ' using ' ~ file_format ~ ' as select distinct * from (\n' ~ parts | join('\nunion all\n')
+      ~ '\n) __ivm_a') -%}
   {%- set relations = {} -%}
   {%- for p in plan -%}{%- do relations.update({p.index: dbt_ivm.ivm_snapshot_sql(p.up, p.columns, p.to)}) -%}{%- endfor -%}
   {%- set insert_view = prefix ~ '_ins' -%}
@@ -123,9 +129,10 @@
 {% endmacro %}
 
 {#- Dropping a cached temporary view also uncaches it. Newest first: uncaching resolves
-    the view, so the views it reads must still exist. -#}
+    the view, so the views it reads must still exist. A qualified name (schema.name) is a
+    scratch table of the refresh. -#}
 {% macro _ivm_drop_temp_views(names) %}
   {%- for name in names | reverse -%}
-    {%- do run_query('drop view if exists ' ~ name) -%}
+    {%- do run_query('drop ' ~ ('table' if '.' in name else 'view') ~ ' if exists ' ~ name) -%}
   {%- endfor -%}
 {% endmacro %}

@@ -269,7 +269,7 @@
   {%- if spec is none -%}
     {%- set stage = dbt_ivm._ivm_stage_join_changes(target, template, plan, state, prefix, temp_views, nv.old > 0 or state.repair) -%}
   {%- elif spec.kind == 'keyed' -%}
-    {%- set stage = dbt_ivm._ivm_stage_keyed_changes(spec, target, plan, prefix, temp_views) -%}
+    {%- set stage = dbt_ivm._ivm_stage_keyed_changes(spec, target, plan, prefix, temp_views, settings.file_format) -%}
   {%- else -%}
     {%- set stage = dbt_ivm._ivm_stage_aggregate_changes(spec, target, target_columns, plan, prefix, temp_views, nv.old > 0,
         settings.partition_by | length > 0) -%}

@@ -26,7 +26,7 @@ from pathlib import Path
 
 from pyspark.sql import SparkSession
 
-from dbt_ivm.changelog import ChangeLoggedTable, Op, append_rows
+from dbt_ivm.changelog import ChangeLoggedTable, Op, append_rows, sql_literal
 from dbt_ivm.runner import DbtProject
 from dbt_ivm.spark import local_spark
 
@@ -36,18 +36,20 @@ SEED = "analytics_seed"  # the CSVs of seeds/, loaded by dbt seed; the upstreams
 KEYS = {"orders": ["order_id"], "customers": ["customer_id"], "order_lines": ["line_id"]}
 FORMATS = ("delta", "parquet")
 
-# The batch on Delta: one commit per statement, read back by the next refresh through
-# each table's change data feed (table_changes). The parquet run applies the same changes
-# with PARQUET_BATCH.
-DELTA_BATCH = [
-    f"UPDATE {RAW}.customers SET region = 'AMER' WHERE customer_id = 3",
-    f"INSERT INTO {RAW}.customers VALUES (6, 'Margaret', 'APAC', 'retail')",
-    f"INSERT INTO {RAW}.orders VALUES (107, 6, DATE'2026-01-10', 'open', 18.00)",
-    f"UPDATE {RAW}.orders SET status = 'shipped' WHERE order_id = 101",
-    f"UPDATE {RAW}.orders SET customer_id = 2 WHERE order_id = 105",
-    f"DELETE FROM {RAW}.orders WHERE order_id = 100",
-    # a CDC-style batch applied as one MERGE: an insert, an update and a delete
-    f"""MERGE INTO {RAW}.order_lines t
+
+def delta_batch(raw: str = RAW) -> list[str]:
+    """The batch on Delta, on the upstreams in schema `raw`: one commit per statement, read
+    back by the next refresh through each table's change data feed (table_changes). The
+    parquet run applies the same changes with PARQUET_BATCH."""
+    return [
+        f"UPDATE {raw}.customers SET region = 'AMER' WHERE customer_id = 3",
+        f"INSERT INTO {raw}.customers VALUES (6, 'Margaret', 'APAC', 'retail')",
+        f"INSERT INTO {raw}.orders VALUES (107, 6, DATE'2026-01-10', 'open', 18.00)",
+        f"UPDATE {raw}.orders SET status = 'shipped' WHERE order_id = 101",
+        f"UPDATE {raw}.orders SET customer_id = 2 WHERE order_id = 105",
+        f"DELETE FROM {raw}.orders WHERE order_id = 100",
+        # a CDC-style batch applied as one MERGE: an insert, an update and a delete
+        f"""MERGE INTO {raw}.order_lines t
 USING (SELECT * FROM VALUES (8, 107, 'A-1', 1, 18.00, false),
                             (4, 102, 'C-3', 5, 245.00, false),
                             (1, NULL, NULL, NULL, NULL, true)
@@ -57,7 +59,10 @@ WHEN MATCHED AND s.deleted THEN DELETE
 WHEN MATCHED THEN UPDATE SET order_id = s.order_id, sku = s.sku, quantity = s.quantity, price = s.price
 WHEN NOT MATCHED AND NOT s.deleted THEN INSERT (line_id, order_id, sku, quantity, price)
   VALUES (s.line_id, s.order_id, s.sku, s.quantity, s.price)""",
-]
+    ]
+
+
+DELTA_BATCH = delta_batch(RAW)
 
 PARQUET_BATCH = {
     "customers": [
@@ -127,20 +132,29 @@ def sql(spark: SparkSession, statement: str) -> None:
     spark.sql(statement)
 
 
+def upstream_statements(fmt: str, raw: str = RAW, seed: str = SEED) -> list[str]:
+    """The statements creating the upstream tables in schema `raw` as copies of the seeds
+    in `seed`: with change data feed on Delta; page_views append-only (parquet)."""
+    delta = "USING delta TBLPROPERTIES ('delta.enableChangeDataFeed' = 'true')"
+    using = delta if fmt == "delta" else "USING parquet"
+    return [f"CREATE TABLE {raw}.{name} {using} AS SELECT * FROM {seed}.{name}" for name in KEYS] + [
+        f"CREATE TABLE {raw}.page_views USING parquet AS SELECT * FROM {seed}.page_views"
+    ]
+
+
+def page_views_insert(raw: str = RAW) -> str:
+    """NEW_PAGE_VIEWS appended by one INSERT statement (the demo appends them with a
+    DataFrame; a Spark Thrift Server client sends this)."""
+    names = list(NEW_PAGE_VIEWS[0])
+    values = ", ".join("(" + ", ".join(sql_literal(r[n]) for n in names) + ")" for r in NEW_PAGE_VIEWS)
+    return f"INSERT INTO {raw}.page_views ({', '.join(names)}) VALUES {values}"
+
+
 def load_upstreams(spark: SparkSession, fmt: str) -> None:
     """The upstream tables, copied from the seeds: with change data feed on Delta, with a
     change log next to each on parquet; page_views append-only."""
-    for name in KEYS:
-        if fmt == "delta":
-            sql(
-                spark,
-                f"CREATE TABLE {RAW}.{name} USING delta "
-                "TBLPROPERTIES ('delta.enableChangeDataFeed' = 'true') "
-                f"AS SELECT * FROM {SEED}.{name}",
-            )
-        else:
-            sql(spark, f"CREATE TABLE {RAW}.{name} USING parquet AS SELECT * FROM {SEED}.{name}")
-    sql(spark, f"CREATE TABLE {RAW}.page_views USING parquet AS SELECT * FROM {SEED}.page_views")
+    for statement in upstream_statements(fmt):
+        sql(spark, statement)
     if fmt == "parquet":
         for table in changelogged(spark).values():
             table.create_log()

@@ -1,0 +1,141 @@
+"""The integration project (integration_tests/) through a Spark Thrift Server, `method: thrift`,
+as teams run dbt-spark against a cluster: the server is the session fixture `thrift`
+(pyspark's own jars, Delta loaded), dbt is a client of it (dbtRunner in this process: the
+thrift method never touches the embedded session), and every upstream statement goes
+through the server too (PyHive), as the demo's steps (dbt_ivm.demo) in SQL: create the
+Delta upstreams with change data feed from the seeds, first build, the demo's batch of
+inserts, updates (join keys too), deletes and a MERGE, incremental refresh, `dbt test`.
+The project runs in its own schemas (thrift_it, _raw, _seed) on the shared server.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from dbt_ivm import demo
+from dbt_ivm.runner import DbtProject
+from dbt_ivm.spark import ThriftServer
+from tests.kill_worker import Query, thrift_query
+
+pytestmark = pytest.mark.usefixtures("delta")
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+SCHEMA = "thrift_it"
+RAW, SEED = f"{SCHEMA}_raw", f"{SCHEMA}_seed"  # sources.yml: {{ target.schema }}_raw; seeds: +schema seed
+MODELS = ("order_facts", "line_facts", "customer_page_views", "revenue_by_region", "sku_sales")
+PROFILE = """\
+dbt_ivm_integration_tests:
+  target: thrift
+  outputs:
+    thrift:
+      type: spark
+      method: thrift
+      host: {host}
+      port: {port}
+      schema: {schema}
+      threads: 4
+      # dbt-spark polls a statement still running every poll_interval seconds (5 by default)
+      poll_interval: 1
+"""
+
+
+def thrift_project(tmp_path: Path, server: ThriftServer) -> DbtProject:
+    """A copy of integration_tests/ installing this package, its profile a thrift client."""
+    project = tmp_path / "integration_tests"
+    shutil.copytree(
+        REPO_ROOT / "integration_tests",
+        project,
+        ignore=shutil.ignore_patterns("target", "logs", "dbt_packages", "spark-warehouse", "metastore_db"),
+    )
+    (project / "packages.yml").write_text(f"packages:\n  - local: {REPO_ROOT}\n")
+    (project / "profiles.yml").write_text(PROFILE.format(host=server.host, port=server.port, schema=SCHEMA))
+    return DbtProject(project, project)
+
+
+def successes(q: Query) -> dict[str, list[dict[str, Any]]]:
+    """The package's refresh log, 'success' rows per model, oldest first."""
+    rows = q(
+        "select model, path, reason, message, to_json(versions_from) as versions_from, "
+        "to_json(versions_to) as versions_to, rows_inserted, rows_deleted "
+        f"from {SCHEMA}.__ivm_refresh_log where status = 'success' order by logged_at"
+    )
+    log: dict[str, list[dict[str, Any]]] = {m: [] for m in MODELS}
+    for r in rows:
+        name = r["model"].rsplit(".", 1)[-1]
+        if name in log:
+            log[name].append(r)
+    return log
+
+
+def test_integration_project_through_thrift(tmp_path: Path, thrift: ThriftServer) -> None:
+    q = thrift_query(f"{thrift.host}:{thrift.port}")
+    for db in (SCHEMA, RAW, SEED):
+        q(f"drop database if exists {db} cascade")
+    dbt = thrift_project(tmp_path, thrift)
+    dbt.invoke("deps")
+    dbt.invoke("seed")
+    q(f"create database {RAW}")
+    for statement in demo.upstream_statements("delta", RAW, SEED):
+        q(statement)
+
+    dbt.invoke("run")
+    log = successes(q)
+    assert {m: [r["path"] for r in rows] for m, rows in log.items()} == {m: ["full"] for m in MODELS}, log
+    for model in MODELS:
+        assert q(f"describe detail {SCHEMA}.{model}")[0]["format"] == "delta", model
+
+    # the demo's batch, statement by statement through the server: Delta commits read back
+    # by the refresh from the change data feeds; two page views appended (watermark)
+    for statement in [*demo.delta_batch(RAW), demo.page_views_insert(RAW)]:
+        q(statement)
+    dbt.invoke("run")
+    log = successes(q)
+    detail = json.dumps(log, default=str, indent=1)
+    for model in MODELS:
+        build, refresh = log[model]  # one build, one refresh: nothing else ran
+        assert refresh["path"] == "incremental", detail
+        assert refresh["versions_to"] != build["versions_to"], detail
+        assert refresh["rows_inserted"] + refresh["rows_deleted"] > 0, detail
+    # every upstream of a model was read through its change feed or its watermark
+    assert {"shop.orders", "shop.customers"} <= set(json.loads(log["order_facts"][1]["versions_to"]))
+    assert "shop.page_views" in json.loads(log["customer_page_views"][1]["versions_to"])
+    # the refresh changed the Delta tables by MERGE commits, not by rewriting them
+    for model in ("order_facts", "revenue_by_region"):
+        operations = [c["operation"] for c in q(f"describe history {SCHEMA}.{model}")]
+        assert operations[0] == "MERGE" and len(operations) == 2, (model, operations)
+    # the outcome, recomputed by hand from the seeds and the batch: order 100 deleted, 105
+    # moved to customer 2, 107 (customer 6, APAC) new, customer 3 moved to AMER (103 cancelled)
+    revenue = q(
+        f"select region, orders, cast(revenue as string) as revenue from {SCHEMA}.revenue_by_region"
+    )
+    assert {(r["region"], r["orders"], Decimal(r["revenue"])) for r in revenue} == {
+        ("EMEA", 1, Decimal("35.00")),
+        ("AMER", 2, Decimal("1022.00")),
+        ("APAC", 2, Decimal("18.00")),
+        (None, 1, Decimal("77.70")),
+    }, revenue
+    assert sorted(r["order_id"] for r in q(f"select order_id from {SCHEMA}.order_facts")) == [
+        101,
+        102,
+        104,
+        105,
+        106,
+        107,
+    ]
+
+    # dbt test: every ivm table equals its definition recomputed (dbt_ivm.consistent)
+    result = dbt.invoke("test")
+    statuses = {r.node.name: str(r.status) for r in result.result.results if r.node.resource_type == "test"}
+    assert len(statuses) == len(MODELS) and set(statuses.values()) == {"pass"}, statuses
+    # ... and the test sees a table that drifted from its definition
+    q(f"delete from {SCHEMA}.order_facts where order_id = 107")
+    drifted = dbt.invoke("test", "--select", "order_facts", check=False)
+    assert not drifted.success
+    [failed] = [r for r in drifted.result.results if r.node.resource_type == "test"]
+    assert str(failed.status) == "fail" and failed.failures == 1, failed
