@@ -233,7 +233,7 @@ def test_unsupported_model_can_opt_into_full_rebuild(project: IvmProject, shop: 
         """\
         {{ config(materialized='ivm', ivm_on_unsupported='full_rebuild') }}
         select c.region, o.order_id,
-               row_number() over (partition by c.region order by o.order_id) as rank_in_region
+               row_number() over (order by o.order_id) as overall_rank
         from {{ source('shop', 'orders') }} o
         join {{ source('shop', 'customers') }} c on o.customer_id = c.customer_id
         """,
