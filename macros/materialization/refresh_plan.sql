@@ -30,7 +30,6 @@
     {%- set spec = {'kind': 'keyed', 'key': analysis.keyed.key, 'terms': analysis.keyed.terms, 'full': template,
                     'pruned': analysis.keyed.pruned, 'pruned_reads': analysis.keyed.points | length} -%}
     {%- set row_key = analysis.keyed.row_key or [] -%}
-    {%- do entry.update({'check_unique': settings.unique_key}) -%}
   {%- else -%}
     {#- an aggregate's rows are its groups: no upstream row keys are carried -#}
     {%- set no_hidden = {} -%}
@@ -46,7 +45,8 @@
   {%- endif -%}
   {%- set upstream_columns = {} -%}
   {%- for p in plan -%}{%- do upstream_columns.update({p.up.name: dbt_ivm._ivm_columns_signature(p.columns)}) -%}{%- endfor -%}
-  {%- do entry.update({'row_key': row_key or none, 'columns': upstream_columns}) -%}
+  {#- unique_key, whatever the path, is checked at every full build -#}
+  {%- do entry.update({'row_key': row_key or none, 'columns': upstream_columns, 'check_unique': settings.unique_key}) -%}
   {%- set declarations = [] -%}
   {%- for p in plan -%}{%- do declarations.append([p.up.name, p.up.kind, p.up.unique_key, p.up.watermark, p.up.change_log | string]) -%}{%- endfor -%}
   {#- layout and comments do not change the definition: hash the significant tokens -#}
