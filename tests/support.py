@@ -243,6 +243,29 @@ class RandomHistory:
         return "; ".join(committed)
 
 
+JOIN_KEY = st.one_of(st.none(), st.integers(0, 2))
+KEYS = [None, 0, 1, 2]
+# three random upstreams keyed by id, joinable on a (t1-t2) and b (t2-t3), c (t1-t3);
+# join keys drawn from a few values and NULL, so batches move rows between keys
+THREE_TABLES = {
+    "t1": TableSpec(
+        "id bigint, a int, c int, v string",
+        {"a": JOIN_KEY, "c": JOIN_KEY, "v": st.sampled_from([None, "x", "y"])},
+        {"a": KEYS, "c": KEYS, "v": [None, "x", "y"]},
+    ),
+    "t2": TableSpec(
+        "id bigint, a int, b int, w int",
+        {"a": JOIN_KEY, "b": JOIN_KEY, "w": st.one_of(st.none(), st.integers(0, 9))},
+        {"a": KEYS, "b": KEYS, "w": [None, 1, 5, 9]},
+    ),
+    "t3": TableSpec(
+        "id bigint, b int, x string",
+        {"b": JOIN_KEY, "x": st.sampled_from([None, "p", "q"])},
+        {"b": KEYS, "x": [None, "p", "q"]},
+    ),
+}
+
+
 def differential_history(
     project: IvmProject,
     models: dict[str, str],

@@ -11,36 +11,9 @@ in one `dbt run`. Shrinking is off: a failing example depends on the history bef
 from __future__ import annotations
 
 import pytest
-from hypothesis import strategies as st
 
-from tests.support import (
-    IvmProject,
-    RandomHistory,
-    TableSpec,
-    differential_history,
-    differential_test,
-)
-
-JOIN_KEY = st.one_of(st.none(), st.integers(0, 2))
-KEYS = [None, 0, 1, 2]
-TABLES = {
-    "t1": TableSpec(
-        "id bigint, a int, c int, v string",
-        {"a": JOIN_KEY, "c": JOIN_KEY, "v": st.sampled_from([None, "x", "y"])},
-        {"a": KEYS, "c": KEYS, "v": [None, "x", "y"]},
-    ),
-    "t2": TableSpec(
-        "id bigint, a int, b int, w int",
-        {"a": JOIN_KEY, "b": JOIN_KEY, "w": st.one_of(st.none(), st.integers(0, 9))},
-        {"a": KEYS, "b": KEYS, "w": [None, 1, 5, 9]},
-    ),
-    "t3": TableSpec(
-        "id bigint, b int, x string",
-        {"b": JOIN_KEY, "x": st.sampled_from([None, "p", "q"])},
-        {"b": KEYS, "x": [None, "p", "q"]},
-    ),
-}
-
+from tests.support import THREE_TABLES as TABLES
+from tests.support import IvmProject, RandomHistory, differential_history, differential_test
 
 MODELS = {
     # two upstreams, a filter and a computed column

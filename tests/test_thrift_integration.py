@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import json
 import shutil
+import urllib.request
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
 import pytest
+from dbt_common.events.base_types import EventMsg
 
 from dbt_ivm import demo
 from dbt_ivm.runner import DbtProject
@@ -73,6 +75,18 @@ def successes(q: Query) -> dict[str, list[dict[str, Any]]]:
     return log
 
 
+def cached_tables(server: ThriftServer) -> list[str]:
+    """The tables cached on the server (CACHE TABLE), from its UI's REST API: the data of a
+    refresh's cached temporary views, while they are alive."""
+    base = f"http://{server.host}:{server.ui_port}/api/v1/applications"
+    with urllib.request.urlopen(base, timeout=10) as r:
+        app = json.load(r)[0]["id"]
+    with urllib.request.urlopen(f"{base}/{app}/storage/rdd", timeout=10) as r:
+        names = [e["name"] for e in json.load(r)]
+    prefix = "In-memory table "
+    return [n.removeprefix(prefix) for n in names if n.startswith(prefix)]
+
+
 def test_integration_project_through_thrift(tmp_path: Path, thrift: ThriftServer) -> None:
     q = thrift_query(f"{thrift.host}:{thrift.port}")
     for db in (SCHEMA, RAW, SEED):
@@ -94,12 +108,18 @@ def test_integration_project_through_thrift(tmp_path: Path, thrift: ThriftServer
     # by the refresh from the change data feeds; two page views appended (watermark)
     for statement in [*demo.delta_batch(RAW), demo.page_views_insert(RAW)]:
         q(statement)
-    dbt.invoke("run")
+    statements: list[str] = []
+
+    def record(msg: EventMsg) -> None:
+        if msg.info.name == "SQLQuery":
+            statements.append(msg.data.sql)
+
+    dbt.invoke("run", callbacks=[record])
     log = successes(q)
     detail = json.dumps(log, default=str, indent=1)
     for model in MODELS:
-        build, refresh = log[model]  # one build, one refresh: nothing else ran
-        assert refresh["path"] == "incremental", detail
+        assert [r["path"] for r in log[model]] == ["full", "incremental"], detail
+        build, refresh = log[model]
         assert refresh["versions_to"] != build["versions_to"], detail
         assert refresh["rows_inserted"] + refresh["rows_deleted"] > 0, detail
     # every upstream of a model was read through its change feed or its watermark
@@ -111,23 +131,22 @@ def test_integration_project_through_thrift(tmp_path: Path, thrift: ThriftServer
         assert operations[0] == "MERGE" and len(operations) == 2, (model, operations)
     # the outcome, recomputed by hand from the seeds and the batch: order 100 deleted, 105
     # moved to customer 2, 107 (customer 6, APAC) new, customer 3 moved to AMER (103 cancelled)
-    revenue = q(
-        f"select region, orders, cast(revenue as string) as revenue from {SCHEMA}.revenue_by_region"
-    )
+    revenue = q(f"select region, orders, cast(revenue as string) as revenue from {SCHEMA}.revenue_by_region")
     assert {(r["region"], r["orders"], Decimal(r["revenue"])) for r in revenue} == {
         ("EMEA", 1, Decimal("35.00")),
         ("AMER", 2, Decimal("1022.00")),
         ("APAC", 2, Decimal("18.00")),
         (None, 1, Decimal("77.70")),
     }, revenue
-    assert sorted(r["order_id"] for r in q(f"select order_id from {SCHEMA}.order_facts")) == [
-        101,
-        102,
-        104,
-        105,
-        106,
-        107,
-    ]
+    order_ids = sorted(r["order_id"] for r in q(f"select order_id from {SCHEMA}.order_facts"))
+    assert order_ids == [101, 102, 104, 105, 106, 107], order_ids
+
+    # the refreshes cached their change sets on the server (cache lazy table) and dropped
+    # them: a long-lived server keeps nothing of a finished refresh in memory
+    cached = {m for m in MODELS for sql in statements if f"cache lazy table __ivm_{m}_" in sql}
+    assert len(cached) >= 3, cached
+    leftover = [t for t in cached_tables(thrift) if t.startswith(tuple(f"__ivm_{m}_" for m in MODELS))]
+    assert leftover == [], leftover
 
     # dbt test: every ivm table equals its definition recomputed (dbt_ivm.consistent)
     result = dbt.invoke("test")

@@ -73,41 +73,6 @@ on {{ on | join(' and ') if on else 'true' }}
   {{ return(dbt_ivm._ivm_delta_merge_text(target, columns, source, on, true)) }}
 {% endmacro %}
 
-{#- SQL of the MERGE that replaces slices of a keyed view (several rows may share a key):
-    the source is the distinct affected keys (__ivm_del, matched null-safely: their rows
-    are deleted) and the recomputed rows (never matched: inserted). One source row per
-    key matches many target rows, which Delta allows. -#}
-{% macro ivm_delta_slice_merge_sql(target, columns, affected_view, insert_view, keys) %}
-  {{ return(adapter.dispatch('ivm_delta_slice_merge_sql', 'dbt_ivm')(target, columns, affected_view, insert_view, keys)) }}
-{% endmacro %}
-
-{% macro default__ivm_delta_slice_merge_sql(target, columns, affected_view, insert_view, keys) %}
-  {%- set cols = dbt_ivm._ivm_quote_all(columns) | list -%}
-  {%- set q = dbt_ivm._ivm_quote_all(keys) | list -%}
-  {%- set del_select = [] -%}
-  {%- set on = ['__ivm_s.__ivm_del'] -%}
-  {%- for i in range(q | length) -%}
-    {%- do del_select.append('__ivm_a.' ~ q[i] ~ ' as __ivm_mk_' ~ i) -%}
-    {%- do on.append('__ivm_t.' ~ q[i] ~ ' <=> __ivm_s.__ivm_mk_' ~ i) -%}
-  {%- endfor -%}
-  {%- set ins_keys = [] -%}
-  {%- for i in range(q | length) -%}{%- do ins_keys.append('__ivm_r.' ~ q[i] ~ ' as __ivm_mk_' ~ i) -%}{%- endfor -%}
-  {%- set sql -%}
-merge into {{ target }} __ivm_t
-using (
-  select true as __ivm_del, {{ del_select | join(', ') }}, __ivm_r.*
-  from (select distinct {{ q | join(', ') }} from {{ affected_view }}) __ivm_a
-  left join (select * from {{ insert_view }} where false) __ivm_r on true
-  union all
-  select false as __ivm_del, {{ ins_keys | join(', ') }}, __ivm_r.* from {{ insert_view }} __ivm_r
-) __ivm_s
-on {{ on | join(' and ') }}
-when matched then delete
-when not matched and not __ivm_s.__ivm_del then insert {{ dbt_ivm._ivm_delta_insert_list(columns) }}
-  {%- endset -%}
-  {{ return(sql) }}
-{% endmacro %}
-
 {#- MERGE of a source with __ivm_present (null: the key's row goes away). -#}
 {% macro _ivm_delta_merge_text(target, columns, source, on, can_delete) %}
   {%- set clauses = [] -%}
@@ -257,7 +222,8 @@ as {{ build_sql }}
   {%- if d.get('kind') == 'merge' -%}
     {{ return(dbt_ivm.ivm_delta_aggregate_merge_sql(target, columns, d.merged_view, d['keys'])) }}
   {%- elif d.get('kind') == 'slices' -%}
-    {{ return(dbt_ivm.ivm_delta_slice_merge_sql(target, columns, d.affected_view, stage.insert_view, d['keys'])) }}
+    {#- a keyed view's slices: the join MERGE with the slice key as the identity -#}
+    {{ return(dbt_ivm.ivm_delta_join_merge_sql(target, target_columns, stage.insert_view, stage.predicates, d['keys'])) }}
   {%- elif d.get('kind') == 'recompute' -%}
     {{ return(dbt_ivm.ivm_delta_recompute_merge_sql(target, columns, d.affected_view, stage.insert_view, d['keys'])) }}
   {%- elif not stage.rewrite -%}
