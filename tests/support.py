@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import random
+import shutil
 import textwrap
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -31,6 +32,21 @@ ivm_test:
       schema: {schema}
       threads: 4
 """
+
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+
+
+def copy_integration_project(tmp_path: Path) -> Path:
+    """A copy of integration_tests/ under tmp_path that installs this package."""
+    project = tmp_path / "integration_tests"
+    shutil.copytree(
+        REPO_ROOT / "integration_tests",
+        project,
+        ignore=shutil.ignore_patterns("target", "logs", "dbt_packages", "spark-warehouse", "metastore_db"),
+    )
+    (project / "packages.yml").write_text(f"packages:\n  - local: {REPO_ROOT}\n")
+    return project
 
 
 def sources_yaml(raw: str, tables: dict[str, str | None], source: str = "shop") -> str:

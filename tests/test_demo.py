@@ -3,27 +3,20 @@ on Delta Lake, as `make demo` runs it."""
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import pytest
 
 from dbt_ivm import demo
+from tests.support import copy_integration_project
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
 MODELS = ("order_facts", "line_facts", "customer_page_views", "revenue_by_region", "sku_sales")
 
 
 def test_demo_on_delta_builds_refreshes_and_tests(
     spark, delta, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    project = tmp_path / "integration_tests"
-    shutil.copytree(
-        REPO_ROOT / "integration_tests",
-        project,
-        ignore=shutil.ignore_patterns("target", "logs", "dbt_packages", "spark-warehouse", "metastore_db"),
-    )
-    (project / "packages.yml").write_text(f"packages:\n  - local: {REPO_ROOT}\n")
+    project = copy_integration_project(tmp_path)
     assert demo.main(["--project-dir", str(project)]) == 0
     out = capsys.readouterr().out
     # the upstreams are Delta tables with change data feed, changed with Delta DML

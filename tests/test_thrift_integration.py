@@ -11,7 +11,6 @@ The project runs in its own schemas (thrift_it, _raw, _seed) on the shared serve
 from __future__ import annotations
 
 import json
-import shutil
 import urllib.request
 from decimal import Decimal
 from pathlib import Path
@@ -24,10 +23,10 @@ from dbt_ivm import demo
 from dbt_ivm.runner import DbtProject
 from dbt_ivm.spark import ThriftServer
 from tests.kill_worker import Query, thrift_query
+from tests.support import copy_integration_project
 
 pytestmark = pytest.mark.usefixtures("delta")
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
 SCHEMA = "thrift_it"
 RAW, SEED = f"{SCHEMA}_raw", f"{SCHEMA}_seed"  # sources.yml: {{ target.schema }}_raw; seeds: +schema seed
 MODELS = ("order_facts", "line_facts", "customer_page_views", "revenue_by_region", "sku_sales")
@@ -49,13 +48,7 @@ dbt_ivm_integration_tests:
 
 def thrift_project(tmp_path: Path, server: ThriftServer) -> DbtProject:
     """A copy of integration_tests/ installing this package, its profile a thrift client."""
-    project = tmp_path / "integration_tests"
-    shutil.copytree(
-        REPO_ROOT / "integration_tests",
-        project,
-        ignore=shutil.ignore_patterns("target", "logs", "dbt_packages", "spark-warehouse", "metastore_db"),
-    )
-    (project / "packages.yml").write_text(f"packages:\n  - local: {REPO_ROOT}\n")
+    project = copy_integration_project(tmp_path)
     (project / "profiles.yml").write_text(PROFILE.format(host=server.host, port=server.port, schema=SCHEMA))
     return DbtProject(project, project)
 
