@@ -27,7 +27,7 @@
     {%- set no_hidden = {} -%}
     {%- for i in used -%}{%- do no_hidden.update({i: []}) -%}{%- endfor -%}
     {%- set template = dbt_ivm._ivm_rewrite_template(analysis.parsed, no_hidden) -%}
-    {%- set spec = {'kind': 'keyed', 'key': analysis.keyed.key, 'terms': analysis.keyed.terms, 'full': template,
+    {%- set spec = {'kind': 'keyed', 'key': analysis.keyed.key, 'terms': analysis.keyed.terms,
                     'pruned': analysis.keyed.pruned, 'pruned_reads': analysis.keyed.points | length} -%}
     {%- set row_key = analysis.keyed.row_key or [] -%}
   {%- else -%}
