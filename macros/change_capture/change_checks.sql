@@ -84,7 +84,7 @@ end
     {{ exceptions.raise_compiler_error(dbt_ivm._ivm_change_data_error(model_name, 'IVM061', p.up.name, (versions_to[p.up.name][5:])
         ~ ' row(s) of ' ~ p.up.change_log ~ ' have _commit_version NULL (select * from ' ~ p.up.change_log ~ ' where _commit_version is null).')) }}
   {%- endfor -%}
-  {%- for p in plan if versions_from is not none and p.up.kind == 'change_log' and p.up.get('feed') != 'delta'
+  {%- for p in plan if versions_from is not none and p.up.kind == 'change_log' and p.up.get('feed') not in ('delta', 'diff')
         and versions_from.get(p.up.name) is not none -%}
     {%- set after = versions_from[p.up.name] | int -%}
     {%- set now = versions_to.get(p.up.name) -%}

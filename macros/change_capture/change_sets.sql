@@ -16,6 +16,8 @@
       {%- set rows = run_query(dbt_ivm._ivm_delta_version_sql(up)).rows -%}
       {%- do versions.update({up.name: (rows[0][0] | string) if rows else none}) -%}
       {%- do exprs.append('null as v' ~ loop.index0) -%}
+    {%- elif up.get('feed') == 'diff' -%}
+      {%- do exprs.append(dbt_ivm._ivm_diff_version_sql(up) ~ ' as v' ~ loop.index0) -%}
     {%- elif up.get('feed') == 'ivm' -%}
       {#- another ivm model stored as parquet: the stamp of its latest successful refresh
           (its change log may hold rows of an attempt that has not succeeded) -#}
@@ -81,6 +83,9 @@
 {% endmacro %}
 
 {% macro default__ivm_netted_changes_sql(up, columns, after, upto, with_before=false) %}
+  {%- if up.get('feed') == 'diff' -%}
+    {{ return(dbt_ivm.ivm_diff_changes_sql(up, columns, after, upto, with_before)) }}
+  {%- endif -%}
   {%- set key = dbt_ivm._ivm_quote_all(up.unique_key) -%}
   {%- set names = columns | map(attribute='name') | list -%}
   {%- set fields = [] -%}
@@ -130,6 +135,11 @@ where ({{ problem }}) is not null or ((not f.__ivm_is_new or l.__ivm_is_new)
 {% endmacro %}
 
 {% macro default__ivm_snapshot_sql(up, columns, version) %}
+  {%- if up.get('feed') == 'diff' -%}
+    {#- the snapshot this model took of it at that version -#}
+    {{ return('(select ' ~ dbt_ivm._ivm_quote_all(columns | map(attribute='name')) | join(', ') ~ ' from '
+              ~ dbt_ivm._ivm_diff_snapshot(up, version) ~ ')') }}
+  {%- endif -%}
   {%- if up.get('feed') == 'delta' and version is not none -%}
     {#- Delta time travel: exactly the fixed version, whatever commits meanwhile -#}
     {{ return('(select * from ' ~ up.relation ~ ' version as of ' ~ version ~ ')') }}
@@ -147,9 +157,9 @@ where ({{ problem }}) is not null or ((not f.__ivm_is_new or l.__ivm_is_new)
 
 {#- The upstreams whose reads may run ahead of the version a refresh fixed: change logs
     read with the table as it is. Delta change-feed upstreams are read exactly (time
-    travel and table_changes at fixed versions). -#}
+    travel and table_changes at fixed versions), diff upstreams from their snapshots. -#}
 {% macro _ivm_read_ahead_upstreams(upstreams) %}
-  {{ return(upstreams | selectattr('kind', 'equalto', 'change_log') | rejectattr('feed', 'equalto', 'delta') | list) }}
+  {{ return(upstreams | selectattr('kind', 'equalto', 'change_log') | rejectattr('feed', 'in', ['delta', 'diff']) | list) }}
 {% endmacro %}
 
 {#- True when a change log read ahead advanced past the versions a refresh fixed at its start. -#}
@@ -206,9 +216,13 @@ where ({{ problem }}) is not null or ((not f.__ivm_is_new or l.__ivm_is_new)
 
 {#- Before an incremental refresh: the reason to rebuild in full because an ivm upstream's
     change log cannot be trusted since the stored version (it was rebuilt in full, had an
-    interrupted refresh, or refreshed without writing its log), or none. Reads the history
-    ivm_current_versions fetched. -#}
+    interrupted refresh, or refreshed without writing its log) or a diff upstream's snapshot
+    is gone, or none. Reads the history ivm_current_versions fetched. -#}
 {% macro _ivm_upstream_rebuild_reason(plan, versions_to) %}
+  {%- for p in plan if p.up.get('feed') == 'diff' and p.up.snapshot_missing -%}
+    {{ return('the snapshot ' ~ dbt_ivm._ivm_diff_snapshot(p.up, p.up.after) ~ ' of upstream ' ~ p.up.name ~
+        ' (change_feed: diff) that the last refresh took is gone') }}
+  {%- endfor -%}
   {%- for p in plan if p.up.get('feed') == 'ivm' -%}
     {%- set what = 'upstream ' ~ p.up.name ~ ' (an ivm model)' -%}
     {%- if p.up.get('after') is none -%}

@@ -6,6 +6,9 @@
                    materialization checks that the table is Delta with its change data
                    feed on, see ivm_detect_change_feeds)
       append-only: {watermark: <column>}                         (rows above the last value)
+      diff capture: {unique_key: [...], change_feed: diff}       (any table: the changes are
+                   the difference between the table and the snapshot of it this model
+                   kept at its last refresh, see diff_capture.sql)
     A ref() of another ivm model with no `ivm` meta needs no declaration (feed 'ivm'): its
     row key and how its changes are read are resolved at run time (ivm_detect_change_feeds).
     Returns one dict per upstream: name, relation, parts (how it renders in SQL), kind,
@@ -35,9 +38,14 @@
     {%- do dbt_ivm._ivm_check_declared_names(model, display, meta, key) -%}
     {%- set problems = [] -%}
     {%- set yaml_where = ("sources: [{name: " ~ node.source_name ~ ", tables: [{name: " ~ node.name ~
-        ", meta: {ivm: {") if is_source else ("models: [{name: " ~ node.name ~ ", config: {meta: {ivm: {") -%}
-    {%- set yaml_end = '}}}]}]' if is_source else '}}}}]' -%}
-    {%- set feed = 'delta' if meta.get('change_feed') == 'delta' and not meta.get('change_log') else none -%}
+        ", config: {meta: {ivm: {") if is_source else (node.resource_type ~ "s: [{name: " ~ node.name ~ ", config: {meta: {ivm: {") -%}
+    {%- set yaml_end = '}}}}]}]' if is_source else '}}}}]' -%}
+    {%- if meta.get('change_feed') is not none and meta.get('change_feed') not in ('delta', 'diff') -%}
+      {{ exceptions.raise_compiler_error("Model '" ~ model.name ~ "': upstream " ~ display ~ " declares change_feed '" ~
+          meta.get('change_feed') ~ "': write change_feed: delta (a Delta table's change data feed) or change_feed: diff "
+              "(dbt_ivm compares the table with a snapshot it keeps), or leave it out (nothing was run).") }}
+    {%- endif -%}
+    {%- set feed = meta.get('change_feed') if meta.get('change_feed') and not meta.get('change_log') else none -%}
     {%- if not feed and key and not meta.get('change_log') and not meta.get('watermark') -%}
       {%- set feed = 'detect' -%}
     {%- endif -%}
@@ -48,13 +56,14 @@
       {%- set kind = 'change_log' -%}
       {%- set change_log = none -%}
     {%- elif feed -%}
-      {#- a Delta table with change data feed: its own table_changes() is the change log -#}
+      {#- a Delta table with change data feed: its own table_changes() is the change log;
+          diff capture: the changes are the difference between two snapshots dbt_ivm keeps -#}
       {%- set kind = 'change_log' -%}
-      {%- set change_log = relation -%}
+      {%- set change_log = relation if feed != 'diff' else none -%}
       {%- if not key -%}
         {%- do problems.append({'code': 'IVM030',
             'fix': 'a change feed is netted per row key: add `unique_key: [<key column>, ...]` next to change_feed in ' ~
-                yaml_where ~ "change_feed: delta, unique_key: [id]" ~ yaml_end}) -%}
+                yaml_where ~ "change_feed: " ~ (feed if feed != 'detect' else 'delta') ~ ", unique_key: [id]" ~ yaml_end}) -%}
       {%- endif -%}
     {%- elif meta.get('change_log') -%}
       {%- set kind = 'change_log' -%}
@@ -76,7 +85,8 @@
       {%- do problems.append({'code': 'IVM031', 'fix': 'declare how changes of ' ~ display ~ ' are read, e.g. ' ~ yaml_where ~
           "unique_key: [id], change_log: " ~ identifier ~ "_changes" ~ yaml_end ~
               "  or, for a Delta table with change data feed, only its key {ivm: {unique_key: [id]}}, or, for an append-only "
-                  "table, {ivm: {watermark: loaded_at}}"}) -%}
+                  "table, {ivm: {watermark: loaded_at}}, or, for any other table (a seed, a table model, a full reload), "
+                      "{ivm: {unique_key: [id], change_feed: diff}}"}) -%}
     {%- endif -%}
     {%- set base_name = modules.re.sub('[^a-z0-9_]', '_', node.name.lower()) -%}
     {%- set short = base_name if base_name not in used_names else base_name ~ '_' ~ loop.index0 -%}
@@ -86,7 +96,14 @@
     {%- for c in identity -%}
       {%- do hidden.append({'column': c, 'name': '__ivm_' ~ short ~ '__' ~ modules.re.sub('[^A-Za-z0-9_]', '_', c)}) -%}
     {%- endfor -%}
-    {%- do result.append({'uid': uid, 'name': display, 'short': short, 'relation': relation, 'parts': parts,
+    {%- if feed == 'diff' -%}
+      {#- this model's snapshots of the upstream: one table per version, next to the model -#}
+      {%- set snapshot_prefix = modules.re.sub('[^a-z0-9_]', '_', ('__ivm_snap__' ~ (model.alias or model.name) ~ '__' ~ short ~ '__v') | lower) -%}
+      {%- set snapshots = {'database': model.get('database'), 'schema': model.schema, 'prefix': snapshot_prefix} -%}
+    {%- else -%}
+      {%- set snapshots = none -%}
+    {%- endif -%}
+    {%- do result.append({'uid': uid, 'name': display, 'short': short, 'relation': relation, 'parts': parts, 'snapshots': snapshots,
                           'kind': kind, 'feed': feed, 'unique_key': key, 'change_log': change_log, 'watermark': meta.get('watermark'),
                           'hidden': hidden, 'problems': problems}) -%}
   {%- endfor -%}
@@ -123,7 +140,7 @@
           'fix': up.name ~ ' declares only unique_key, which is enough for a Delta table with change data feed, but it is ' ~ found.what
                  ~ ": turn the feed on (ALTER TABLE " ~ r ~
                      " SET TBLPROPERTIES ('delta.enableChangeDataFeed' = 'true')) on a Delta table, or declare change_log: "
-                         "<relation> (or watermark: <column>) next to unique_key"}]}) -%}
+                         "<relation>, watermark: <column> or change_feed: diff next to unique_key"}]}) -%}
     {%- endif -%}
   {%- endfor -%}
   {{ return(upstreams) }}

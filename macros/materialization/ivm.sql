@@ -23,6 +23,9 @@
 
   {#- plan: no-op, full build or incremental refresh, and why; takes the lease unless a no-op -#}
   {%- set refresh = dbt_ivm._ivm_plan_refresh(model, target_relation, existing, analysis, inputs, settings, entry) -%}
+  {%- if refresh.path != 'no-op' and inputs is not none -%}
+    {%- do dbt_ivm._ivm_capture_diffs(model, inputs.plan, refresh.versions_to, entry) -%}
+  {%- endif -%}
   {{ run_hooks(pre_hooks) }}
 
   {#- execute -#}
@@ -39,6 +42,7 @@
       {%- do dbt_ivm._ivm_refresh_full(target_relation, existing, sql, analysis, inputs, refresh.versions_to, full_reason,
           settings, entry) -%}
     {%- endif -%}
+    {%- if inputs is not none -%}{%- do dbt_ivm._ivm_drop_stale_snapshots(inputs.plan, refresh.versions_to) -%}{%- endif -%}
     {%- do dbt_ivm._ivm_free_lease(refresh.lease.prefix, refresh.lease.generation, entry.refresh_id) -%}
   {%- endif -%}
   {%- do dbt_ivm._ivm_apply_grants(target_relation, existing, entry.path == 'full') -%}

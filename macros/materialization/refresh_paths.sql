@@ -7,7 +7,7 @@
     {{ exceptions.raise_compiler_error("Model '" ~ model.name ~ "': upstream " ~ up.name ~ ' (' ~ up.relation ~
         ') does not exist. Build or load it first.') }}
   {%- endif -%}
-  {%- if up.kind == 'change_log' and up.get('feed') not in ('delta', 'ivm') -%}
+  {%- if up.kind == 'change_log' and up.get('feed') not in ('delta', 'ivm', 'diff') -%}
     {%- set log_names = adapter.get_columns_in_relation(up.change_log) | map(attribute='name') | map('lower') | list -%}
     {%- set missing = [] -%}
     {%- for c in (columns | map(attribute='name') | map('lower') | list) + ['_change_type', '_commit_version'] if c not in log_names -%}
@@ -35,7 +35,8 @@
     _ivm_checked_definition) as a view. entry.row_key (column names, or 'visible' for all columns of the definition) is
     recorded as the table property dbt_ivm.row_key, for ivm models that read this one. -#}
 {% macro _ivm_build_full(target, existing, build_sql, definition, settings, entry) %}
-  {%- do entry.update({'status': 'started'}) -%}
+  {%- do entry.update({'status': 'started', 'message': entry.get('capture_note')}) -%}
+  {%- if entry.get('capture_s') is not none -%}{%- do entry.update({'phase_s': {'capture': entry.capture_s}}) -%}{%- endif -%}
   {%- set existing_is_delta = settings.get('file_format') == 'delta' and dbt_ivm._ivm_is_delta_table(existing) -%}
   {%- if settings.get('file_format') == 'delta' -%}
     {%- do entry.update({'table_version': dbt_ivm._ivm_delta_table_version(existing) if existing_is_delta else -1}) -%}
@@ -190,7 +191,7 @@
   {%- set prefix = '__ivm_' ~ modules.re.sub('[^A-Za-z0-9_]', '_', target.identifier) -%}
   {%- set temp_views = [] -%}
   {%- set counters = [] -%}
-  {%- set phases = {} -%}
+  {%- set phases = {'capture': entry.capture_s} if entry.get('capture_s') is not none else {} -%}
   {%- set clock = namespace(t=modules.datetime.datetime.utcnow()) -%}
   {%- for p in plan -%}
     {%- set after = versions_from.get(p.up.name) -%}
@@ -246,6 +247,7 @@
   {%- if nv.rows == 0 and not state.repair -%}
     {%- call statement('main') -%}select 'no changes' as dbt_ivm_refresh{%- endcall -%}
     {%- set reason = 'no upstream changes' if not changed else 'upstream changes cancel out' -%}
+    {%- do entry.update({'message': entry.get('capture_note')}) -%}
     {%- do dbt_ivm._ivm_drop_temp_views(temp_views) -%}
     {%- do dbt_ivm._ivm_lap(phases, 'bookkeeping', clock) -%}
     {%- do entry.update({'table_version': (state.last_success or {}).get('table_version'), 'changes_logged': true}) -%}
@@ -279,7 +281,7 @@
     {%- set does = (['DEL'] if p.old > 0 or state.repair else []) + (['INS'] if p.has_new else []) -%}
     {%- do steps.append(p.up.name ~ ': ' ~ (does | join('+') or 'none')) -%}
   {%- endfor -%}
-  {%- do entry.update({'message': steps | sort | join('; ')}) -%}
+  {%- do entry.update({'message': (steps | sort + ([entry.capture_note] if entry.get('capture_note') else [])) | join('; ')}) -%}
   {%- set reason = ((state.repair ~ ', re-applying by key; ') if state.repair else '') ~ stage.reason -%}
   {%- do dbt_ivm._ivm_lap(phases, 'delta', clock, model.name ~ ': computed the change (' ~ stage.reason ~ ')') -%}
   {%- do entry.update({'status': 'started', 'path': 'incremental', 'reason': reason, 'changes_logged': settings.get('change_log') is not none}) -%}

@@ -130,6 +130,16 @@
   {%- for p in plan if p.up.get('feed') == 'ivm' -%}
     {%- do p.up.update({'after': state.last_success.versions.get(p.up.name) if state.last_success else none, 'history': none}) -%}
   {%- endfor -%}
+  {#- diff upstreams: compared with the snapshot of the stored version, when it exists and has the same columns -#}
+  {%- for p in plan if p.up.get('feed') == 'diff' -%}
+    {%- set after = state.last_success.versions.get(p.up.name) if state.last_success else none -%}
+    {%- set stored = (state.last_success.get('columns') or {}).get(p.up.name) if state.last_success else none -%}
+    {%- set snapshot = dbt_ivm._ivm_diff_snapshot(p.up, after) if after is not none else none -%}
+    {%- set exists = snapshot is not none and adapter.get_relation(database=snapshot.database, schema=snapshot.schema,
+        identifier=snapshot.identifier) is not none -%}
+    {%- do p.up.update({'after': after, 'stamp': entry.table_version, 'diff_columns': p.columns, 'snapshot_missing': after is not none and not exists,
+                        'diff_comparable': exists and stored == upstream_columns.get(p.up.name), 'captured': false}) -%}
+  {%- endfor -%}
   {%- set versions_to = dbt_ivm.ivm_current_versions(plan | map(attribute='up') | list) -%}
   {%- do entry.update({'versions_to': versions_to, 'definition_hash': definition_hash, 'watch': plan | map(attribute='up') | list}) -%}
   {%- set full_reason = dbt_ivm._ivm_full_refresh_reason(existing, state, definition_hash) -%}

@@ -142,12 +142,10 @@ class DeltaFeedTable:
     table: str
     key: Sequence[str]
 
-    def create(self, columns: str, rows: Sequence[Row] = ()) -> None:
+    def create(self, columns: str, rows: Sequence[Row] = (), change_data_feed: bool = True) -> None:
         self.spark.sql(f"drop table if exists {self.table}")
-        self.spark.sql(
-            f"create table {self.table} ({columns}) using delta "
-            "tblproperties ('delta.enableChangeDataFeed' = 'true')"
-        )
+        feed = " tblproperties ('delta.enableChangeDataFeed' = 'true')" if change_data_feed else ""
+        self.spark.sql(f"create table {self.table} ({columns}) using delta{feed}")
         if rows:
             names = self.spark.table(self.table).schema.names
             values = ", ".join("(" + ", ".join(sql_literal(r.get(n)) for n in names) + ")" for r in rows)
