@@ -176,8 +176,9 @@ def write_project(
             models:
               ivm_kills:
                 # tiny tables: every batch is a large share of them
-                +ivm_rebuild_above: false
-                +ivm_lease_timeout: {lease_timeout}
+                +meta:
+                  ivm_rebuild_above: false
+                  ivm_lease_timeout: {lease_timeout}
             """
         )
     )
@@ -189,7 +190,8 @@ def write_project(
         f"      method: {method}\n      host: {host}\n      schema: {SCHEMA}\n      threads: 2\n"
     )
     (project / "packages.yml").write_text(f"packages:\n  - local: {REPO_ROOT}\n")
-    tables = "\n".join(f"      - {{name: {t}, meta: {{ivm: {{unique_key: [id]}}}}}}" for t in TABLES)
+    declared = "config: {meta: {ivm: {unique_key: [id]}}}"
+    tables = "\n".join(f"      - {{name: {t}, {declared}}}" for t in TABLES)
     (project / "models" / "sources.yml").write_text(
         f"version: 2\nsources:\n  - name: shop\n    schema: {RAW}\n    tables:\n{tables}\n"
     )

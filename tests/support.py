@@ -50,12 +50,12 @@ def copy_integration_project(tmp_path: Path) -> Path:
 
 
 def sources_yaml(raw: str, tables: dict[str, str | None], source: str = "shop") -> str:
-    """A sources file: each table with its `meta.ivm` declaration (None: undeclared)."""
+    """A sources file: each table with its `config.meta.ivm` declaration (None: undeclared)."""
     lines = ["version: 2", "sources:", f"  - name: {source}", f"    schema: {raw}", "    tables:"]
     for table, ivm in tables.items():
         lines.append(f"      - name: {table}")
         if ivm is not None:
-            lines.append(f"        meta: {{ivm: {{{ivm}}}}}")
+            lines.append(f"        config: {{meta: {{ivm: {{{ivm}}}}}}}")
     return "\n".join(lines) + "\n"
 
 
@@ -82,7 +82,7 @@ class IvmProject:
                 models:
                   ivm_test_{name}:
                     # test tables are tiny: every batch is a large share of them
-                    +ivm_rebuild_above: false
+                    +meta: {{ivm_rebuild_above: false}}
                 """
             )
         )
@@ -194,11 +194,37 @@ class TableSpec:
     rows: int = 6
 
 
+@dataclass
+class ReloadedTable:
+    """A parquet table without change data that its loader reloads in full, as `dbt seed`
+    or a `table` model does: a batch overwrites it with the rows it holds after the ops."""
+
+    spark: SparkSession
+    table: str
+
+    def apply(self, ops: Sequence[Op]) -> None:
+        if not ops:
+            return
+        rows = {r["id"]: r.asDict() for r in self.spark.table(self.table).collect()}
+        for op in ops:
+            if op.kind == "delete":
+                del rows[op.row["id"]]
+            else:
+                rows[op.row["id"]] = op.row
+        schema = self.spark.table(self.table).schema
+        frame = self.spark.createDataFrame(
+            [tuple(r.get(n) for n in schema.names) for r in rows.values()], schema
+        )
+        frame.localCheckpoint(eager=True).write.insertInto(self.table, overwrite=True)
+
+
 class RandomHistory:
     """Upstream tables with a random history: a seeded first load, then one random batch per
     generated example (see the differential tests). feed 'change_log': parquet tables with
     a change log each; 'delta': Delta tables with their change data feed on, changed by
-    one INSERT/UPDATE/DELETE commit per operation."""
+    one INSERT/UPDATE/DELETE commit per operation; 'diff' (change capture by dbt_ivm):
+    parquet tables reloaded in full; 'diff_delta': Delta tables without change data feed,
+    changed by SQL statements."""
 
     def __init__(
         self, project: IvmProject, tables: dict[str, TableSpec], seed: int, feed: str = "change_log"
@@ -206,7 +232,7 @@ class RandomHistory:
         pick = random.Random(seed)
         self.specs = tables
         self.rows: dict[str, dict[int, dict[str, Any]]] = {}
-        self.tables: dict[str, ChangeLoggedTable | DeltaFeedTable] = {}
+        self.tables: dict[str, ChangeLoggedTable | DeltaFeedTable | ReloadedTable] = {}
         self.next_id = 1000
         for name, spec in tables.items():
             rows = [
@@ -214,10 +240,13 @@ class RandomHistory:
                 for i in range(spec.rows)
             ]
             self.rows[name] = {r["id"]: r for r in rows}
-            if feed == "delta":
+            if feed in ("delta", "diff_delta"):
                 table = DeltaFeedTable(project.spark, f"{project.raw}.{name}", ["id"])
-                table.create(spec.columns, rows)
+                table.create(spec.columns, rows, change_data_feed=feed == "delta")
                 self.tables[name] = table
+            elif feed == "diff":
+                project.create_table(name, spec.columns, rows)
+                self.tables[name] = ReloadedTable(project.spark, f"{project.raw}.{name}")
             else:
                 project.create_table(name, spec.columns, rows)
                 self.tables[name] = project.logged_table(name, ["id"])
@@ -292,7 +321,11 @@ def differential_history(
     """Write the models over random upstreams (source `src`; feed as in RandomHistory: a
     Delta change feed needs only the key), build them and check the first build: the start
     of a differential test's shared history."""
-    declared = "unique_key: [id]" if feed == "delta" else "unique_key: [id], change_log: {}_changes"
+    declared = {
+        "delta": "unique_key: [id]",
+        "diff": "unique_key: [id], change_feed: diff",
+        "diff_delta": "unique_key: [id], change_feed: diff",
+    }.get(feed, "unique_key: [id], change_log: {}_changes")
     sources = {name: declared.format(name) for name in tables}
     project.write("models/sources.yml", sources_yaml(project.raw, sources, source="src"))
     for name, sql in models.items():

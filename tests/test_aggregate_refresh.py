@@ -142,7 +142,7 @@ def test_change_above_the_rebuild_threshold_rebuilds(shop: tuple[IvmProject, Cha
     project, orders = shop
     project.write(
         "models/sales_threshold.sql",
-        MODELS["sales"].replace("materialized='ivm'", "materialized='ivm', ivm_rebuild_above=0.5"),
+        MODELS["sales"].replace("materialized='ivm'", "materialized='ivm', meta={'ivm_rebuild_above': 0.5}"),
     )
     project.run("--select", "sales_threshold")
     rows = project.spark.sql(f"select count(*) from {project.raw}.orders").first()[0]

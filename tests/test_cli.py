@@ -17,9 +17,10 @@ from tests.manifests import ManifestBuilder, restriction, shop_manifest
 
 LEGACY_FIX = (
     "declare how changes of shop.legacy are read, e.g. sources: [{name: shop, tables: [{name: legacy, "
-    "meta: {ivm: {unique_key: [id], change_log: legacy_changes}}}]}]  or, for a Delta table with change "
-    "data feed, only its key {ivm: {unique_key: [id]}}, or, for an append-only table, "
-    "{ivm: {watermark: loaded_at}}"
+    "config: {meta: {ivm: {unique_key: [id], change_log: legacy_changes}}}}]}]  or, for a Delta table with "
+    "change data feed, only its key {ivm: {unique_key: [id]}}, or, for an append-only table, "
+    "{ivm: {watermark: loaded_at}}, or, for any other table (a seed, a table model, a full reload), "
+    "{ivm: {unique_key: [id], change_feed: diff}}"
 )
 
 
@@ -184,8 +185,8 @@ def test_upstream_declaration_problems_carry_the_yaml_to_add() -> None:
         (
             "IVM030",
             "a change log is netted per row key: add `unique_key: [<key column>, ...]` next to change_log in "
-            "sources: [{name: shop, tables: [{name: events, meta: {ivm: {change_log: raw.events_log, "
-            "unique_key: [id]}}}]}]",
+            "sources: [{name: shop, tables: [{name: events, config: {meta: {ivm: {change_log: "
+            "raw.events_log, unique_key: [id]}}}}]}]",
         ),
     )
 
@@ -208,6 +209,32 @@ def test_a_key_alone_declares_a_delta_change_feed_checked_at_run_time(
         "Delta change data feed table_changes(raw.events), row key id (checked at run time: "
         "a Delta table with delta.enableChangeDataFeed=true, else IVM031)"
     ) in out
+
+
+def test_diff_capture_declaration_is_explained(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    m = ManifestBuilder()
+    events = m.source("events", {"unique_key": ["id"], "change_feed": "diff"})
+    m.model("event_facts", "select e.id from raw.events e", [events])
+    m.write(tmp_path / "target/manifest.json")
+    (model,) = parse_manifest(json.loads((tmp_path / "target/manifest.json").read_text())).models
+    (upstream,) = model.upstreams
+    assert (upstream.kind, upstream.feed, upstream.problems) == ("change_log", "diff", ())
+    code, out, _ = explain(tmp_path, capsys)
+    assert code == 0
+    assert "diff capture, row key id: each run compares the table with the model's last snapshot of it" in out
+    assert "__ivm_snap__event_facts__events__v<version>" in out
+
+
+def test_an_unknown_change_feed_fails_naming_the_choices(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    m = ManifestBuilder()
+    events = m.source("events", {"unique_key": ["id"], "change_feed": "cdc"})
+    m.model("event_facts", "select e.id from raw.events e", [events])
+    m.write(tmp_path / "target/manifest.json")
+    code, out, err = explain(tmp_path, capsys)
+    assert code != 0
+    assert "declares change_feed 'cdc': write change_feed: delta" in out + err
 
 
 @pytest.mark.parametrize(
@@ -242,6 +269,35 @@ def test_invalid_settings_fail_with_the_run_time_message(
     code, out, _ = explain(tmp_path, capsys)
     assert code == 1
     assert "error: Model 'typo': ivm_on_unsupported must be 'error' or 'full_rebuild', got 'rebuild'." in out
+
+
+def test_explain_reads_the_package_keys_from_config_meta(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`+meta: {ivm_...}` in dbt_project.yml, `config: {meta: {...}}` in YAML and
+    `config(meta={...})` reach the manifest as config.meta: explain reads the keys there as
+    the run does, before a top-level key of the same name (the form dbt >= 1.10 warns about)."""
+    m = ManifestBuilder()
+    orders = m.source("orders", {"unique_key": ["order_id"], "change_log": "orders_changes"})
+    unmaintainable = "select o.order_id, rand() as r from raw.orders o"
+    m.model("from_meta", unmaintainable, [orders], meta={"ivm_on_unsupported": "full_rebuild"})
+    m.model("top_level", unmaintainable, [orders], ivm_on_unsupported="full_rebuild")
+    both = {"ivm_on_unsupported": "full_rebuild", "meta": {"ivm_on_unsupported": "error"}}
+    m.model("meta_wins", unmaintainable, [orders], **both)
+    m.model("bad_meta", "select o.order_id from raw.orders o", [orders], meta={"ivm_lease_wait": -1})
+    m.write(tmp_path / "target/manifest.json")
+    code, out, _ = explain(tmp_path, capsys, "--format", "json")
+    assert code == 1
+    models = {m["name"]: m for m in json.loads(out)["models"]}
+    outcomes = {name: (m["on_unsupported"], m["outcome"]) for name, m in models.items() if name != "bad_meta"}
+    assert outcomes == {
+        "from_meta": ("full_rebuild", "full_rebuild_every_run"),
+        "top_level": ("full_rebuild", "full_rebuild_every_run"),
+        "meta_wins": ("error", "fails"),
+    }
+    assert models["bad_meta"]["errors"] == [
+        "Model 'bad_meta': ivm_lease_wait must be a number of seconds (0: do not wait), got '-1'."
+    ]
 
 
 # -- check (the pre-commit hook) ------------------------------------------------------------
@@ -340,7 +396,7 @@ def test_console_script_runs_without_dbt_or_spark(project: Path) -> None:
 def test_the_yaml_a_fix_suggests_is_valid() -> None:
     suggested = LEGACY_FIX.split("e.g. ", 1)[1].split("  or,", 1)[0]
     table = yaml.safe_load(suggested)["sources"][0]["tables"][0]
-    assert table["meta"]["ivm"] == {"unique_key": ["id"], "change_log": "legacy_changes"}
+    assert table["config"]["meta"]["ivm"] == {"unique_key": ["id"], "change_log": "legacy_changes"}
 
 
 def test_explain_shows_the_slice_key_and_the_dropped_order_by(

@@ -67,7 +67,7 @@ BY_NAME = {c.name: c for c in CASES}
 def project(project_factory) -> IvmProject:
     project = project_factory("delta_feed_errors")
     tables = "\n".join(
-        f"      - {{name: t_{name}, meta: {{ivm: {{change_feed: delta, unique_key: [id]}}}}}}"
+        f"      - {{name: t_{name}, config: {{meta: {{ivm: {{change_feed: delta, unique_key: [id]}}}}}}}}"
         for name in [*(c.name for c in CASES), "same_schema"]
     )
     project.write(

@@ -102,8 +102,8 @@ def test_delta_change_feed_upstreams(project_factory) -> None:
           - name: shop
             schema: {project.raw}
             tables:
-              - {{name: orders, meta: {{ivm: {{change_feed: delta, unique_key: [id]}}}}}}
-              - {{name: customers, meta: {{ivm: {{change_feed: delta, unique_key: [id]}}}}}}
+              - {{name: orders, config: {{meta: {{ivm: {{change_feed: delta, unique_key: [id]}}}}}}}}
+              - {{name: customers, config: {{meta: {{ivm: {{change_feed: delta, unique_key: [id]}}}}}}}}
         """,
     )
     project.write(

@@ -59,7 +59,8 @@ def delta_upstreams(project: IvmProject) -> None:
         )
     project.spark.sql(f"insert into {project.raw}.customers values (1, 'eu'), (2, 'us')")
     project.spark.sql(f"insert into {project.raw}.orders values (1, 1, 10), (2, 2, 20), (3, 1, 5)")
-    tables = "\n".join(f"      - {{name: {t}, meta: {{ivm: {{unique_key: [id]}}}}}}" for t in TABLES)
+    declared = "config: {meta: {ivm: {unique_key: [id]}}}"
+    tables = "\n".join(f"      - {{name: {t}, {declared}}}" for t in TABLES)
     project.write(
         "models/sources.yml",
         f"version: 2\nsources:\n  - name: shop\n    schema: {project.raw}\n    tables:\n{tables}\n",

@@ -77,7 +77,8 @@ def reload(project: IvmProject, where: str) -> None:
 
 def snapshots(project: IvmProject) -> list[str]:
     return sorted(
-        r.tableName for r in project.spark.sql(f"show tables in {project.schema} like '__ivm_snap__*'").collect()
+        r.tableName
+        for r in project.spark.sql(f"show tables in {project.schema} like '__ivm_snap__*'").collect()
     )
 
 
@@ -95,7 +96,9 @@ def small(project_factory) -> IvmProject:
         select grp, count(*) as n, sum(qty) as qty from {{ source('src', 'items') }} group by grp
         """,
     )
-    project.create_table("items", "id bigint, grp string, qty int", [{"id": i, "grp": "ab"[i % 2], "qty": i} for i in range(6)])
+    project.create_table(
+        "items", "id bigint, grp string, qty int", [{"id": i, "grp": "ab"[i % 2], "qty": i} for i in range(6)]
+    )
     project.run()
     return project
 

@@ -199,7 +199,8 @@ def failures(project_factory) -> dict[str, str]:
     )
     project.write(
         "models/bad_threshold.sql",
-        f"{{{{ config(materialized='ivm', ivm_rebuild_above=true) }}}}\nselect order_id from {ORDERS}\n",
+        f"{{{{ config(materialized='ivm', meta={{'ivm_rebuild_above': true}}) }}}}\n"
+        f"select order_id from {ORDERS}\n",
     )
     for key, value in (("ivm_lease_wait", "-1"), ("ivm_lease_timeout", "0")):
         project.write(

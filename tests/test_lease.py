@@ -1,11 +1,13 @@
 """The refresh lease (macros/state/lease.sql): a refresh of a table while another holds its
 lease fails naming the holder and changes nothing, or waits; a lease older than
 ivm_lease_timeout is taken over; a failed refresh's lease is freed by on-run-end; a
-killed one is freed by the ivm_release_lease operation."""
+killed one is freed by the ivm_release_lease operation. With the package's hooks off (var
+dbt_ivm_hooks), the refresh creates the state schema and the refresh log itself."""
 
 from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
+from typing import Any
 
 import pytest
 
@@ -31,14 +33,16 @@ def shop(project_factory) -> tuple[IvmProject, ChangeLoggedTable]:
     return project, orders
 
 
-def lease(project: IvmProject) -> tuple[int, str | None]:
-    """(newest generation, its holder when it is held) of the facts table's lease."""
+def lease(project: IvmProject, state: str | None = None) -> tuple[int, str | None]:
+    """(newest generation, its holder when it is held) of the facts table's lease, in the
+    state schema (default: the target schema)."""
+    state = state or project.schema
     prefix = f"__ivm_lease__{project.schema}__facts__g"
-    found = project.spark.sql(f"show tables in {project.schema} like '{prefix}*'").collect()
+    found = project.spark.sql(f"show tables in {state} like '{prefix}*'").collect()
     top = max((int(r["tableName"][len(prefix) :]) for r in found), default=0)
     if top % 2 == 0:
         return top, None
-    properties = project.spark.sql(f"show tblproperties {project.schema}.{prefix}{top}").collect()
+    properties = project.spark.sql(f"show tblproperties {state}.{prefix}{top}").collect()
     return top, {r["key"]: r["value"] for r in properties}["dbt_ivm.holder"]
 
 
@@ -113,3 +117,41 @@ def test_failed_refresh_lease_is_freed_at_run_end_and_old_generations_dropped(sh
     assert generations == list(range(before - 1, before + 3)), "the four newest are kept"
     project.run()
     project.assert_consistent(["facts"], "after the failed refresh")
+
+
+def test_with_the_hooks_off_the_refresh_creates_the_refresh_log(shop) -> None:
+    """dbt_ivm_hooks: false on a state schema that does not exist yet: no hook touches it,
+    the refresh itself creates the schema and the refresh log, and a failed refresh's lease
+    stays held (no on-run-end) until ivm_release_lease frees it."""
+    project, orders = shop
+    state = f"{project.schema}_hooks_off"
+    project.spark.sql(f"drop database if exists {state} cascade")
+    off = f"dbt_ivm_hooks: false, dbt_ivm_state_schema: {state}"
+    facts = "model.ivm_test_lease.facts"
+    by_node: dict[str, list[str]] = {}
+
+    def listen(msg: Any) -> None:
+        if msg.info.name == "SQLQuery" and f"{state}." in msg.data.sql:
+            by_node.setdefault(msg.data.node_info.unique_id, []).append(" ".join(msg.data.sql.split()))
+
+    def last_path() -> str:
+        log = f"{state}.__ivm_refresh_log"
+        query = f"select max_by(path, logged_at) from {log} where status = 'success'"
+        return project.spark.sql(query).first()[0]
+
+    project.dbt.invoke("run", "--select", "facts", "--vars", f"{{{off}}}", callbacks=[listen])
+    assert list(by_node) == [facts], by_node
+    assert any(f"create table if not exists {state}.__ivm_refresh_log " in q for q in by_node[facts])
+    assert last_path() == "full"
+
+    orders.apply([Op("insert", {"order_id": 5, "amount": 5.0})])
+    failing = f"{{{off}, pre_hook: 'select * from no_such_table_here'}}"
+    project.run_error("--select", "facts", "--vars", failing)
+    generation, holder = lease(project, state)
+    assert generation % 2 == 1 and holder and holder.endswith(f":{facts}"), (generation, holder)
+    release = ("run-operation", "dbt_ivm.ivm_release_lease", "--args", "{model: facts}")
+    project.dbt.invoke(*release, "--vars", f"{{{off}}}")
+    assert lease(project, state) == (generation + 1, None)
+    project.run("--select", "facts", "--vars", f"{{{off}}}")
+    assert last_path() == "incremental"
+    project.assert_consistent(["facts"], "after refreshes with the hooks off")

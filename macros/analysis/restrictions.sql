@@ -125,6 +125,7 @@
     {%- do lines.append('         fix: ' ~ (i.fix if i.get('fix') else entry.fix) ~ '.') -%}
   {%- endfor -%}
   {%- do lines.append("Run `dbt-ivm explain " ~ model_name ~
-      "` for the full report, or set ivm_on_unsupported='full_rebuild' to rebuild this model on every run instead.") -%}
+      "` for the full report, or set ivm_on_unsupported: full_rebuild in the model's config meta (config(meta={'ivm_on_unsupported': "
+      "'full_rebuild'}) or YAML config: {meta: {ivm_on_unsupported: full_rebuild}}) to rebuild this model on every run instead.") -%}
   {{ return(lines | join('\n')) }}
 {% endmacro %}

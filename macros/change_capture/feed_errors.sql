@@ -9,12 +9,13 @@
   {%- set schema_change = {
       'what': 'the schema of the table changed incompatibly (columns renamed, dropped or retyped, or the table replaced with another'
               ~ ' schema) since the last refresh',
-      'fix': 'rebuild the model on the new schema: dbt run --full-refresh -s <model>, or set ivm_on_change_feed_error: rebuild'} -%}
+      'fix': 'rebuild the model on the new schema: dbt run --full-refresh -s <model>, or set ivm_on_change_feed_error: rebuild'
+             ~ ' in the model\'s config meta'} -%}
   {{ return({
     'DELTA_CDC_START_VERSION_AFTER_LATEST': {
       'what': 'the table was recreated or restored since the last refresh (the version it read is newer than the latest version,'
               ~ ' belongs to an earlier table of that name, or a RESTORE rolled the table back), so its change feed does not continue from there',
-      'fix': 'rebuild the model: dbt run --full-refresh -s <model>, or set ivm_on_change_feed_error: rebuild'},
+      'fix': 'rebuild the model: dbt run --full-refresh -s <model>, or set ivm_on_change_feed_error: rebuild in the model\'s config meta'},
     'DELTA_MISSING_CHANGE_DATA': {
       'what': 'change data was not recorded for part of the versions since the last refresh (delta.enableChangeDataFeed was off)',
       'fix': "enable it for good (ALTER TABLE <t> SET TBLPROPERTIES ('delta.enableChangeDataFeed' = 'true')),"
@@ -23,7 +24,7 @@
       'what': 'the last refresh is older than the retention of the table (delta.deletedFileRetentionDuration, 7 days by default;'
               ~ ' Delta >= 4.1 refuses such change reads even without VACUUM)',
       'fix': 'refresh more often than the retention, or raise delta.deletedFileRetentionDuration on the upstream; now rebuild:'
-             ~ ' dbt run --full-refresh -s <model>, or set ivm_on_change_feed_error: rebuild'},
+             ~ ' dbt run --full-refresh -s <model>, or set ivm_on_change_feed_error: rebuild in the model\'s config meta'},
     'DELTA_CHANGE_DATA_FEED_INCOMPATIBLE_DATA_SCHEMA': schema_change,
     'DELTA_CHANGE_DATA_FEED_INCOMPATIBLE_SCHEMA_CHANGE': schema_change,
   }) }}

@@ -21,6 +21,8 @@
   {%- set entry = {'refresh_id': invocation_id ~ ':' ~ model.unique_id, 'started_at': started_at} -%}
   {%- set inputs = none if analysis.issues else dbt_ivm._ivm_refresh_inputs(model, analysis, upstreams, settings, entry) -%}
 
+  {#- with the package's hooks off (var dbt_ivm_hooks) nothing has created the refresh log and its schema -#}
+  {%- if not var('dbt_ivm_hooks', true) -%}{%- do dbt_ivm.ivm_ensure_refresh_log() -%}{%- endif -%}
   {#- plan: no-op, full build or incremental refresh, and why; takes the lease unless a no-op -#}
   {%- set refresh = dbt_ivm._ivm_plan_refresh(model, target_relation, existing, analysis, inputs, settings, entry) -%}
   {%- if refresh.path != 'no-op' and inputs is not none -%}

@@ -1,8 +1,18 @@
 {#- The model config of an ivm model, read and validated in one place (dbt run and dbt-ivm explain). -#}
 
+{#- The package's own config key `key` of the model, from its config meta (`+meta` in
+    dbt_project.yml, `config: {meta: {...}}` in YAML, `config(meta={...})` in SQL, merged by
+    dbt per key), where dbt >= 1.10 wants custom keys; else the top-level key, as projects
+    written before that set it; else `default`. -#}
+{% macro _ivm_config(key, default) %}
+  {%- set value = config.meta_get(key) -%}
+  {%- set value = config.get(key) if value is none else value -%}
+  {{ return(default if value is none else value) }}
+{% endmacro %}
+
 {#- Model config keys, validated. -#}
 {% macro _ivm_model_settings(model) %}
-  {%- set on_unsupported = config.get('ivm_on_unsupported', 'error') -%}
+  {%- set on_unsupported = dbt_ivm._ivm_config('ivm_on_unsupported', 'error') -%}
   {%- if on_unsupported not in ('error', 'full_rebuild') -%}
     {{ exceptions.raise_compiler_error("Model '" ~ model.name ~ "': ivm_on_unsupported must be 'error' or 'full_rebuild', got '" ~
         on_unsupported ~ "'.") }}
@@ -13,14 +23,14 @@
         "': materialized='ivm' stores tables as parquet or delta; file_format='" ~ file_format ~
             "' is not supported. Remove file_format or set it to 'parquet' or 'delta'.") }}
   {%- endif -%}
-  {%- set on_feed_error = config.get('ivm_on_change_feed_error', 'fail') -%}
+  {%- set on_feed_error = dbt_ivm._ivm_config('ivm_on_change_feed_error', 'fail') -%}
   {%- if on_feed_error not in ('fail', 'rebuild') -%}
     {{ exceptions.raise_compiler_error("Model '" ~ model.name ~ "': ivm_on_change_feed_error must be 'fail' or 'rebuild', got '" ~
         on_feed_error ~ "'.") }}
   {%- endif -%}
   {%- set partition_by = config.get('partition_by') -%}
   {%- set partition_by = [partition_by] if partition_by is string else (partition_by or []) -%}
-  {%- set rebuild_above = config.get('ivm_rebuild_above', 0.05) -%}
+  {%- set rebuild_above = dbt_ivm._ivm_config('ivm_rebuild_above', 0.05) -%}
   {%- if rebuild_above is not none and rebuild_above is not false
         and (rebuild_above is sameas true or rebuild_above is not number or rebuild_above <= 0) -%}
     {{ exceptions.raise_compiler_error("Model '" ~ model.name ~
@@ -35,7 +45,8 @@
     {{ exceptions.raise_compiler_error("Model '" ~ model.name ~ "': unique_key must be a column name or a list of column names, got '"
         ~ unique_key ~ "'.") }}
   {%- endif -%}
-  {%- set settings = {'lease_wait': config.get('ivm_lease_wait', 0), 'lease_timeout': config.get('ivm_lease_timeout', 3600)} -%}
+  {%- set settings = {'lease_wait': dbt_ivm._ivm_config('ivm_lease_wait', 0),
+                      'lease_timeout': dbt_ivm._ivm_config('ivm_lease_timeout', 3600)} -%}
   {%- for key, value in settings.items() if value is sameas true or value is not number or value < 0 or (key == 'lease_timeout' and value == 0) -%}
     {{ exceptions.raise_compiler_error("Model '" ~ model.name ~ "': ivm_" ~ key ~ ' must be a number of seconds'
         ~ (' above 0' if key == 'lease_timeout' else ' (0: do not wait)') ~ ", got '" ~ value ~ "'.") }}

@@ -131,7 +131,7 @@
   {%- for r in ivm if r.status in ('error', 'fail') -%}
     {%- do failed.append(dbt_ivm._ivm_lease_prefix(r.node.schema, r.node.alias)) -%}
   {%- endfor -%}
-  {#- ivm models ran, so on-run-start created the state schema -#}
+  {#- ivm models ran, so on-run-start (or, with the hooks off, the materialization) created the state schema -#}
   {%- if execute and ivm -%}
     {%- set schema = dbt_ivm.ivm_refresh_log_relation().schema -%}
     {%- for prefix, generations in dbt_ivm.ivm_lease_generations('__ivm_lease__*').items() -%}

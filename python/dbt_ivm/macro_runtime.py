@@ -6,7 +6,8 @@ rules have one implementation. The runtime gives them the few context objects th
 the way dbt does: each macro is compiled as its own template, so a call to another macro
 goes through a wrapper that turns `return(...)` into a value; `adapter.dispatch` picks
 `spark__`, then `default__`; `exceptions.raise_compiler_error` raises MacroError; `config`
-reads the bound model's config; `graph` is the manifest's nodes and sources.
+reads the bound model's config (`get`, and `meta_get` for its meta); `graph` is the
+manifest's nodes and sources.
 
 Anything that needs the warehouse (run_query, statement, adapter.get_columns_in_relation)
 is absent: a macro that reaches it fails with MacroError naming it.
@@ -101,6 +102,11 @@ class _Config:
     def get(self, key: str, default: Any = None) -> Any:
         value = self.values.get(key)
         return default if value is None else value
+
+    def meta_get(self, key: str, default: Any = None) -> Any:
+        """A key of the config's meta, as dbt's config.meta_get (the manifest's config.meta
+        holds the YAML `config: {meta: ...}` and `+meta` of dbt_project.yml, merged)."""
+        return (self.values.get("meta") or {}).get(key, default)
 
 
 class _Macro:

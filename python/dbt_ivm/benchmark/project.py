@@ -56,7 +56,8 @@ class BenchProject:
                 # measure the incremental path at every size: the crossover sets the default
                 models:
                   {PROJECT_NAME}:
-                    +ivm_rebuild_above: false
+                    +meta:
+                      ivm_rebuild_above: false
                 flags:
                   send_anonymous_usage_stats: false
                 """
@@ -93,9 +94,8 @@ class BenchProject:
         lines = ["version: 2", "sources:", "  - name: tpch", f"    schema: {self.raw_schema}", "    tables:"]
         for table, key in KEYS.items():
             lines.append(f"      - name: {table}")
-            lines.append(
-                f"        meta: {{ivm: {{unique_key: [{', '.join(key)}], change_log: {table}_changes}}}}"
-            )
+            ivm = f"{{unique_key: [{', '.join(key)}], change_log: {table}_changes}}"
+            lines.append(f"        config: {{meta: {{ivm: {ivm}}}}}")
         return "\n".join(lines) + "\n"
 
     def add_workload(self, workload: Workload) -> None:

@@ -34,7 +34,8 @@ class UpstreamDeclaration:
     problems: tuple[tuple[str, str], ...]  # (code, fix)
     # 'delta': Delta change data feed; 'detect': only a key declared, so at run time the
     # table must be Delta with its change data feed on (else IVM031); 'ivm': another ivm
-    # model, its row key and change feed read at run time. declared: as ivm_upstreams returned it
+    # model, its row key and change feed read at run time; 'diff': changes found by comparing
+    # the table with the model's snapshot of it. declared: as ivm_upstreams returned it
     feed: str | None = None
     declared: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
@@ -121,6 +122,8 @@ def _declaration(up: Mapping[str, Any]) -> UpstreamDeclaration:
             change_log = f"table_changes({relation})"
         elif feed == "ivm":
             change_log = f"{relation} (an ivm model)"
+        elif feed == "diff":
+            change_log = f"snapshots {up['snapshots']['prefix']}<version> of {relation}"
         else:
             change_log = up["change_log"].render()
     return UpstreamDeclaration(

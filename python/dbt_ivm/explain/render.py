@@ -75,6 +75,11 @@ def _declared(upstream: UpstreamDeclaration) -> str:
             )
         if upstream.feed == "delta":
             return f"Delta change data feed {upstream.change_log}, row key {key}"
+        if upstream.feed == "diff":
+            return (
+                f"diff capture, row key {key}: each run compares the table with the model's last "
+                f"snapshot of it ({upstream.change_log})"
+            )
         return f"change log {upstream.change_log}, row key {key}"
     if upstream.kind == "append_only":
         return f"append-only, watermark {upstream.watermark}"
