@@ -131,3 +131,11 @@ def test_readme_yaml_examples_follow_the_conventions(
     assert [w for w in warned if w[0] in NAMES] == []
     # the upstream declarations, the ivm_* keys in dbt_project.yml and YAML, the hooks, dbt test
     assert len(checked) >= 7
+
+
+def test_the_version_is_released_in_the_changelog_and_pinned_in_the_readme() -> None:
+    version = yaml.safe_load((REPO_ROOT / "dbt_project.yml").read_text())["version"]
+    assert f'\nversion = "{version}"\n' in (REPO_ROOT / "pyproject.toml").read_text()
+    changelog = (REPO_ROOT / "CHANGELOG.md").read_text()
+    assert f"\n## {version}\n" in changelog, f"CHANGELOG.md has no section for version {version}"
+    assert f"revision: v{version}" in (REPO_ROOT / "README.md").read_text()
