@@ -34,6 +34,8 @@ class BenchConfig:
     command: str = ""
     # the dbt package under test; None: this source checkout
     package_dir: Path | None = None
+    # how the ivm models read the upstreams' changes: their change logs, or diff capture
+    capture: str = "change_log"
 
     @property
     def raw_schema(self) -> str:
@@ -112,6 +114,13 @@ def parse_args(argv: Sequence[str] | None, prog: str = "python -m dbt_ivm.benchm
         "--schema", default="bench", help="schema of the models; upstreams go to <schema>_raw"
     )
     parser.add_argument("--seed", type=int, default=5, help="seed of the change batches")
+    parser.add_argument(
+        "--capture",
+        choices=("change_log", "diff"),
+        default="change_log",
+        help="change_log: the upstreams declare their change logs (default); diff: they declare "
+        "change_feed: diff and dbt_ivm compares each table with its snapshot",
+    )
     parser.add_argument("--no-check", action="store_true", help="skip the table == definition check")
     parser.add_argument(
         "--check",
@@ -153,4 +162,5 @@ def parse_args(argv: Sequence[str] | None, prog: str = "python -m dbt_ivm.benchm
         spark_conf={**BENCH_SPARK_CONF, **dict(args.spark_conf)},
         command=" ".join([prog, *(argv if argv is not None else [])]),
         package_dir=args.package_dir,
+        capture=args.capture,
     )

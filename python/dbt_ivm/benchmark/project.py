@@ -34,13 +34,21 @@ class BenchProject:
     schema: str
     raw_schema: str
     spark: SparkSession
+    # how the upstreams declare their changes: change_log or diff (change_feed: diff)
+    capture: str = "change_log"
 
     @classmethod
     def create(
-        cls, root: Path, schema: str, raw_schema: str, spark: SparkSession, package: Path
+        cls,
+        root: Path,
+        schema: str,
+        raw_schema: str,
+        spark: SparkSession,
+        package: Path,
+        capture: str = "change_log",
     ) -> BenchProject:
         """Write the project, install the package (`dbt deps`), start from empty schemas."""
-        project = cls(root, schema, raw_schema, spark)
+        project = cls(root, schema, raw_schema, spark, capture)
         models = root / "models"
         models.mkdir(parents=True, exist_ok=True)
         for stale in models.glob("*.sql"):
@@ -94,7 +102,8 @@ class BenchProject:
         lines = ["version: 2", "sources:", "  - name: tpch", f"    schema: {self.raw_schema}", "    tables:"]
         for table, key in KEYS.items():
             lines.append(f"      - name: {table}")
-            ivm = f"{{unique_key: [{', '.join(key)}], change_log: {table}_changes}}"
+            declared = "change_feed: diff" if self.capture == "diff" else f"change_log: {table}_changes"
+            ivm = f"{{unique_key: [{', '.join(key)}], {declared}}}"
             lines.append(f"        config: {{meta: {{ivm: {ivm}}}}}")
         return "\n".join(lines) + "\n"
 

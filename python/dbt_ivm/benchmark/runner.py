@@ -81,7 +81,12 @@ def _run(
         progress.line("  " + ", ".join(f"{n} {c:,} rows" for n, c in result.base_rows.items()))
     with progress.step(f"Writing the dbt project, dbt deps (schema {config.schema})"):
         project = BenchProject.create(
-            work / "project" / config.schema, config.schema, config.raw_schema, spark, package_root(config)
+            work / "project" / config.schema,
+            config.schema,
+            config.raw_schema,
+            spark,
+            package_root(config),
+            config.capture,
         )
     workloads = select(list(config.workloads))
     built = [w for w in workloads if _build(project, w, config, progress, result)]
