@@ -29,7 +29,7 @@ quick: lint
 	$(BIN)/python -m pytest -m "not spark"
 
 # README "Reliability": the SIGKILL campaigns as measurements (Delta and parquet models), with reports
-# (`make test` runs them too: 6 kills through the thrift server, 1 on the embedded session)
+# (`make test` runs them too: 4 kills through the thrift server, 1 on the embedded session)
 SOAK_KILLS ?= 36
 soak: setup
 	PYTHONPATH=python:. $(BIN)/python -m tests.kill_worker campaign --thrift --kills $(SOAK_KILLS) \

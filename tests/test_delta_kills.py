@@ -44,7 +44,7 @@ def check_campaign(campaign: Campaign, kills: int) -> dict[str, Any]:
 
 
 def test_sigkill_campaign_through_thrift(tmp_path: Path, thrift: ThriftServer) -> None:
-    check_campaign(Campaign(tmp_path / "kills", seed=20261123, thrift=thrift), 6)
+    check_campaign(Campaign(tmp_path / "kills", seed=20261123, thrift=thrift), 4)
 
 
 def test_sigkill_campaign_embedded(tmp_path: Path) -> None:

@@ -19,7 +19,7 @@ from tests.sql_grammar import TABLES, random_model
 from tests.support import IvmProject, sources_yaml
 
 SEED = int(os.environ.get("DBT_IVM_FUZZ_SEED", "20261123"))
-MODELS = int(os.environ.get("DBT_IVM_FUZZ_MODELS", "24"))
+MODELS = int(os.environ.get("DBT_IVM_FUZZ_MODELS", "16"))
 COLUMNS = {
     "orders": "id bigint, customer_id bigint, amount double, `order` string, status string",
     "customers": "id bigint, region string, `group` int",

@@ -109,7 +109,7 @@ def delta_chain(project_factory, delta) -> tuple[IvmProject, RandomHistory]:
     return project, differential_history(project, MODELS, TABLES, seed=20261123)
 
 
-test_delta_chain_matches_definition = differential_test("delta_chain", CHAIN, 3, paths=REFRESHED)
+test_delta_chain_matches_definition = differential_test("delta_chain", CHAIN, 2, paths=REFRESHED)
 
 
 def test_delta_ivm_table_properties(delta_chain: tuple[IvmProject, RandomHistory]) -> None:

@@ -147,5 +147,5 @@ def delta_history(delta, project_factory) -> tuple[IvmProject, RandomHistory]:
     return project, differential_history(project, models, TABLES, seed=20261126, feed="delta")
 
 
-test_keyed_models_match_definition = differential_test("parquet_history", list(MODELS), 4, PATHS)
+test_keyed_models_match_definition = differential_test("parquet_history", list(MODELS), 3, PATHS)
 test_keyed_delta_models_match_definition = differential_test("delta_history", list(MODELS), 2, PATHS)
