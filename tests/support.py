@@ -311,6 +311,14 @@ THREE_TABLES = {
 }
 
 
+def on_delta(models: dict[str, str]) -> dict[str, str]:
+    """The same ivm models stored as Delta."""
+    return {
+        name: sql.replace("materialized='ivm'", "materialized='ivm', file_format='delta'")
+        for name, sql in models.items()
+    }
+
+
 def differential_history(
     project: IvmProject,
     models: dict[str, str],

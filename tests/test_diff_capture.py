@@ -16,7 +16,14 @@ from __future__ import annotations
 import pytest
 
 from tests.support import THREE_TABLES as TABLES
-from tests.support import IvmProject, RandomHistory, differential_history, differential_test, sources_yaml
+from tests.support import (
+    IvmProject,
+    RandomHistory,
+    differential_history,
+    differential_test,
+    on_delta,
+    sources_yaml,
+)
 
 MODELS = {
     "joined": """\
@@ -58,10 +65,7 @@ def parquet_history(project_factory) -> tuple[IvmProject, RandomHistory]:
 @pytest.fixture(scope="module")
 def delta_history(delta, project_factory) -> tuple[IvmProject, RandomHistory]:
     project = project_factory("diff_delta")
-    models = {
-        name: sql.replace("config(materialized='ivm'", "config(materialized='ivm', file_format='delta'")
-        for name, sql in MODELS.items()
-    }
+    models = on_delta(MODELS)
     return project, differential_history(project, models, TABLES, seed=20261128, feed="diff_delta")
 
 
