@@ -69,8 +69,8 @@ def delta_history(delta, project_factory) -> tuple[IvmProject, RandomHistory]:
     return project, differential_history(project, models, TABLES, seed=20261128, feed="diff_delta")
 
 
-test_diff_models_match_definition = differential_test("parquet_history", list(MODELS), 4, PATHS)
-test_diff_delta_models_match_definition = differential_test("delta_history", list(MODELS), 3, PATHS)
+test_diff_models_match_definition = differential_test("parquet_history", list(MODELS), 3, PATHS)
+test_diff_delta_models_match_definition = differential_test("delta_history", list(MODELS), 2, PATHS)
 
 
 def reload(project: IvmProject, where: str) -> None:

@@ -52,4 +52,4 @@ def history(project_factory) -> tuple[IvmProject, RandomHistory]:
     return project, differential_history(project, MODELS, TABLES, seed=20261121)
 
 
-test_join_only_models_match_definition = differential_test("history", list(MODELS), max_examples=9)
+test_join_only_models_match_definition = differential_test("history", list(MODELS), max_examples=7)
