@@ -80,13 +80,16 @@ where __ivm_n.__ivm_row is null or __ivm_o.__ivm_row is null or not ({{ same | j
     {%- for k in p.up.unique_key -%}{%- do pairs.append(dbt_ivm._ivm_string_literal(k) ~ ', ' ~ key[loop.index0]) -%}{%- endfor -%}
     {%- set shown = 'to_json(named_struct(' ~ pairs | join(', ') ~ "), map('ignoreNullFields', 'false'))" -%}
     {%- set dups = 'select ' ~ shown ~ ' as k from ' ~ snapshot ~ ' group by ' ~ key | join(', ') ~ ' having count(*) > 1' -%}
+    {#- one grouping finds the duplicates: their number and the first of them -#}
     {%- set row = run_query('select count(*), (select ' ~ shown ~ ' from ' ~ snapshot ~ ' where ' ~ key | join(' is null or ')
-        ~ ' is null limit 1), (select min(k) from (' ~ dups ~ ')), (select count(*) from (' ~ dups ~ ')) from ' ~ snapshot).rows[0] -%}
-    {%- if row[1] is not none or row[3] > 0 -%}
+        ~ " is null limit 1), (select to_json(named_struct('n', count(*), 'first', min(k))) from (" ~ dups ~ ')) from '
+        ~ snapshot).rows[0] -%}
+    {%- set duplicated = fromjson(row[2]) -%}
+    {%- if row[1] is not none or duplicated.n > 0 -%}
       {%- do run_query('drop table if exists ' ~ snapshot) -%}
       {%- set code = 'IVM062' if row[1] is not none else 'IVM064' -%}
       {%- set detail = ('key ' ~ row[1] ~ ' has a NULL') if row[1] is not none else
-          (row[3] ~ ' key value(s) have more than one row, e.g. ' ~ row[2]) -%}
+          (duplicated.n ~ ' key value(s) have more than one row, e.g. ' ~ duplicated.first) -%}
       {{ exceptions.raise_compiler_error(dbt_ivm._ivm_change_data_error(model.name, code, p.up.name,
           'In ' ~ p.up.relation ~ ' (change_feed: diff, unique_key: ' ~ p.up.unique_key | join(', ') ~ '): ' ~ detail ~ '.')) }}
     {%- endif -%}
