@@ -67,7 +67,7 @@ where __ivm_n.__ivm_row is null or __ivm_o.__ivm_row is null or not ({{ same | j
 
 {#- Before a full build or an incremental refresh: take the snapshot of every diff upstream
     whose version is this refresh's stamp, and check its key (never NULL, unique: IVM062,
-    IVM064, the new snapshot dropped). Records the scans in entry (capture_note, capture_s). -#}
+    IVM064, the new snapshot dropped). Records the scans in entry: its message and phase_s 'capture'. -#}
 {% macro _ivm_capture_diffs(model, plan, versions_to, entry) %}
   {%- set started = modules.datetime.datetime.utcnow() -%}
   {%- set notes = [] -%}
@@ -98,7 +98,7 @@ where __ivm_n.__ivm_row is null or __ivm_o.__ivm_row is null or not ({{ same | j
   {%- endfor -%}
   {%- if notes -%}
     {%- set seconds = dbt_ivm._ivm_seconds_since(started) -%}
-    {%- do entry.update({'capture_note': notes | join('; '), 'capture_s': seconds}) -%}
+    {%- do entry.update({'message': notes | join('; '), 'phase_s': {'capture': seconds}}) -%}
     {{ log('dbt_ivm: ' ~ model.name ~ ': ' ~ notes | join('; ') ~ ' in ' ~ seconds ~ ' s', info=true) }}
   {%- endif -%}
 {% endmacro %}

@@ -35,8 +35,7 @@
     _ivm_checked_definition) as a view. entry.row_key (column names, or 'visible' for all columns of the definition) is
     recorded as the table property dbt_ivm.row_key, for ivm models that read this one. -#}
 {% macro _ivm_build_full(target, existing, build_sql, definition, settings, entry) %}
-  {%- do entry.update({'status': 'started', 'message': entry.get('capture_note')}) -%}
-  {%- if entry.get('capture_s') is not none -%}{%- do entry.update({'phase_s': {'capture': entry.capture_s}}) -%}{%- endif -%}
+  {%- do entry.update({'status': 'started'}) -%}
   {%- set existing_is_delta = settings.get('file_format') == 'delta' and dbt_ivm._ivm_is_delta_table(existing) -%}
   {%- if settings.get('file_format') == 'delta' -%}
     {%- do entry.update({'table_version': dbt_ivm._ivm_delta_table_version(existing) if existing_is_delta else -1}) -%}
@@ -191,7 +190,8 @@
   {%- set prefix = '__ivm_' ~ modules.re.sub('[^A-Za-z0-9_]', '_', target.identifier) -%}
   {%- set temp_views = [] -%}
   {%- set counters = [] -%}
-  {%- set phases = {'capture': entry.capture_s} if entry.get('capture_s') is not none else {} -%}
+  {#- the diff capture's seconds and scan (see _ivm_capture_diffs), if any, stay in the log row -#}
+  {%- set phases = entry.get('phase_s') or {} -%}
   {%- set clock = namespace(t=modules.datetime.datetime.utcnow()) -%}
   {%- for p in plan -%}
     {%- set after = versions_from.get(p.up.name) -%}
@@ -247,7 +247,6 @@
   {%- if nv.rows == 0 and not state.repair -%}
     {%- call statement('main') -%}select 'no changes' as dbt_ivm_refresh{%- endcall -%}
     {%- set reason = 'no upstream changes' if not changed else 'upstream changes cancel out' -%}
-    {%- do entry.update({'message': entry.get('capture_note')}) -%}
     {%- do dbt_ivm._ivm_drop_temp_views(temp_views) -%}
     {%- do dbt_ivm._ivm_lap(phases, 'bookkeeping', clock) -%}
     {%- do entry.update({'table_version': (state.last_success or {}).get('table_version'), 'changes_logged': true}) -%}
@@ -281,7 +280,7 @@
     {%- set does = (['DEL'] if p.old > 0 or state.repair else []) + (['INS'] if p.has_new else []) -%}
     {%- do steps.append(p.up.name ~ ': ' ~ (does | join('+') or 'none')) -%}
   {%- endfor -%}
-  {%- do entry.update({'message': (steps | sort + ([entry.capture_note] if entry.get('capture_note') else [])) | join('; ')}) -%}
+  {%- do entry.update({'message': (steps | sort + ([entry.message] if entry.get('message') else [])) | join('; ')}) -%}
   {%- set reason = ((state.repair ~ ', re-applying by key; ') if state.repair else '') ~ stage.reason -%}
   {%- do dbt_ivm._ivm_lap(phases, 'delta', clock, model.name ~ ': computed the change (' ~ stage.reason ~ ')') -%}
   {%- do entry.update({'status': 'started', 'path': 'incremental', 'reason': reason, 'changes_logged': settings.get('change_log') is not none}) -%}
