@@ -248,3 +248,28 @@ def test_unsupported_model_can_opt_into_full_rebuild(project: IvmProject, shop: 
         assert not project.differences("region_totals")
     finally:
         (project.root / "models/region_totals.sql").unlink()
+
+
+def test_parquet_cost_estimate_rebuilds_when_the_rewrite_costs_more(project: IvmProject, shop: Shop) -> None:
+    model = project.root / "models" / "order_facts_costed.sql"
+    sql = ORDER_FACTS.replace("materialized='ivm'", "materialized='ivm', meta={'ivm_rebuild_above': 0.9}")
+    project.write("models/order_facts_costed.sql", sql.replace("RAW", project.raw))
+    try:
+        project.run("--select", "order_facts_costed")
+        # an appended order reads customers (3 rows) and rewrites nothing
+        shop.orders.apply([Op("insert", {"order_id": 20, "customer_id": 1, "amount": 2.5})])
+        project.run("--select", "order_facts_costed")
+        assert project.last_refresh("order_facts_costed")["path"] == "incremental"
+        # a changed customer: its term reads the 7 orders, the rewrite reads and writes the 7-row table
+        shop.customers.apply([Op("update", {"customer_id": 1, "region": "MARS"})])
+        project.run("--select", "order_facts_costed")
+        refresh = project.last_refresh("order_facts_costed")
+        assert refresh["path"] == "full"
+        assert refresh["reason"] == (
+            "cost estimate on parquet: the refresh would read and write about 21 rows (7 upstream rows read "
+            "by the delta terms, 14 for rewriting the 7-row table), a rebuild about 17 (10 upstream rows "
+            "read once, 7 written): rebuilding is cheaper"
+        )
+        assert not project.differences("order_facts_costed")
+    finally:
+        model.unlink()

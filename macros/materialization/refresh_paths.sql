@@ -184,7 +184,8 @@
 
 {#- Apply the changes since the stored versions. spec: none for a join-only view, else
     the aggregate spec (_ivm_aggregate_spec). Returns none, or the reason to rebuild the
-    table in full instead (the change is larger than ivm_rebuild_above of the upstreams). -#}
+    table in full instead: the change is larger than ivm_rebuild_above of the upstreams, or on
+    parquet the cost estimate (_ivm_parquet_cost) finds a rebuild cheaper. -#}
 {% macro _ivm_refresh_incremental(model, target, template, spec, plan, state, settings, entry) %}
   {%- set versions_from = state.last_success.versions -%}
   {%- set prefix = '__ivm_' ~ modules.re.sub('[^A-Za-z0-9_]', '_', target.identifier) -%}
@@ -215,9 +216,20 @@
   {%- set changed = plan | selectattr('changed') | list -%}
   {%- set change_rows = {} -%}
   {%- set nv = namespace(rows=0, old=0, base=0) -%}
+  {%- set sizes = {} -%}
   {%- if counters -%}
-    {%- set counts = run_query('select to_json(array(' ~ counters | join(', ') ~ '))').rows[0][0] -%}
-    {%- for c in fromjson(counts) -%}
+    {#- on parquet, the row counts of every upstream and of the table, for the cost estimate -#}
+    {%- set sized = [] -%}
+    {%- if settings.rebuild_above and settings.file_format != 'delta' -%}
+      {%- for p in plan -%}
+        {%- do sized.append(dbt_ivm._ivm_string_literal(p.up.name) ~ ', (select count(*) from ' ~ p.up.relation ~ ')') -%}
+      {%- endfor -%}
+      {%- do sized.append("'.', (select count(*) from " ~ target ~ ')') -%}
+    {%- endif -%}
+    {%- set answer = run_query('select to_json(array(' ~ counters | join(', ') ~ '))'
+        ~ (', to_json(map(' ~ sized | join(', ') ~ '))' if sized else '')).rows[0] -%}
+    {%- do sizes.update(fromjson(answer[1]) if sized else {}) -%}
+    {%- for c in fromjson(answer[0]) -%}
       {%- set p = changed[loop.index0] -%}
       {%- if c.get('problem') -%}
         {%- do dbt_ivm._ivm_drop_temp_views(temp_views) -%}
@@ -256,6 +268,15 @@
     {%- do dbt_ivm.ivm_log_refresh(model, target, entry) -%}
     {{ log('dbt_ivm: ' ~ model.name ~ ': no-op (' ~ reason ~ ')', info=true) }}
     {{ return(none) }}
+  {%- endif -%}
+
+  {%- if sizes -%}
+    {%- set costly = dbt_ivm._ivm_parquet_cost(plan, change_rows, sizes, spec, spec is not none or nv.old > 0 or state.repair,
+        settings.partition_by | length > 0) -%}
+    {%- if costly -%}
+      {%- do dbt_ivm._ivm_drop_temp_views(temp_views) -%}
+      {{ return(costly) }}
+    {%- endif -%}
   {%- endif -%}
 
   {%- set target_columns = adapter.get_columns_in_relation(target) -%}

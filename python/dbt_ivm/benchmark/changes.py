@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
-from dbt_ivm.benchmark.upstreams import LoggedTable
+from dbt_ivm.benchmark.upstreams import Upstream
 
 KINDS: tuple[str, ...] = ("insert", "delete", "update", "mixed")
 LOCALITIES: tuple[str, ...] = ("uniform", "recent")
@@ -78,7 +78,7 @@ def role_counts(kind: str, fraction: float, base_rows: dict[str, int]) -> RoleCo
 
 
 def make_batch(
-    tables: dict[str, LoggedTable], spec: BatchSpec, base_rows: dict[str, int]
+    tables: dict[str, Upstream], spec: BatchSpec, base_rows: dict[str, int]
 ) -> dict[str, DataFrame]:
     """Change rows per table (its columns plus `_change_type`), to commit in this order:
     lineitem, orders, customer (lineitem's frame reads orders as of before the batch)."""

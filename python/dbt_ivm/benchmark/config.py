@@ -8,11 +8,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from dbt_ivm.benchmark.changes import KINDS, LOCALITIES
+from dbt_ivm.benchmark.upstreams import FORMATS
 from dbt_ivm.benchmark.workloads import WORKLOADS
 
 DEFAULT_SIZES_PERCENT: tuple[float, ...] = (0.01, 0.1, 1.0, 10.0)
 # on top of dbt_ivm.spark.SPARK_CONF (local[2], 4 shuffle partitions, UTC)
 BENCH_SPARK_CONF: dict[str, str] = {"spark.driver.memory": "4g", "spark.ui.showConsoleProgress": "false"}
+# on Delta: new tables get deletion vectors, as on Databricks, so that a MERGE or DELETE
+# marks rows instead of rewriting their files
+DELTA_BENCH_CONF: dict[str, str] = {
+    "spark.databricks.delta.properties.defaults.enableDeletionVectors": "true"
+}
 
 
 @dataclass(frozen=True)
@@ -36,6 +42,11 @@ class BenchConfig:
     package_dir: Path | None = None
     # how the ivm models read the upstreams' changes: their change logs, or diff capture
     capture: str = "change_log"
+    # storage of upstreams and models: parquet (change logs) or delta (change data feed)
+    file_format: str = "parquet"
+    # False: ivm_rebuild_above false, every size measures the incremental path; True: the
+    # package's defaults choose (size rule, and on parquet the cost estimate)
+    package_defaults: bool = False
 
     @property
     def raw_schema(self) -> str:
@@ -121,6 +132,21 @@ def parse_args(argv: Sequence[str] | None, prog: str = "python -m dbt_ivm.benchm
         help="change_log: the upstreams declare their change logs (default); diff: they declare "
         "change_feed: diff and dbt_ivm compares each table with its snapshot",
     )
+    parser.add_argument(
+        "--format",
+        choices=FORMATS,
+        default="parquet",
+        help="parquet: upstreams with change logs, models copy-on-write (default); delta: upstreams "
+        "with Delta's change data feed, models as Delta tables (MERGE), plus W3's hand-written "
+        "incremental twin",
+    )
+    parser.add_argument(
+        "--package-defaults",
+        action="store_true",
+        help="leave ivm_rebuild_above at its default, so that the refresh may choose a rebuild (size "
+        "rule; on parquet the cost estimate): what a user gets. Default: off, every size measures "
+        "the incremental path",
+    )
     parser.add_argument("--no-check", action="store_true", help="skip the table == definition check")
     parser.add_argument(
         "--check",
@@ -146,6 +172,8 @@ def parse_args(argv: Sequence[str] | None, prog: str = "python -m dbt_ivm.benchm
     args = parser.parse_args(argv)
     if args.reps < 1:
         parser.error("--reps must be at least 1")
+    if args.format == "delta" and args.capture == "diff":
+        parser.error("--capture diff is for upstreams without a change feed; Delta upstreams have one")
     return BenchConfig(
         sf=args.sf,
         workloads=args.workloads,
@@ -153,14 +181,20 @@ def parse_args(argv: Sequence[str] | None, prog: str = "python -m dbt_ivm.benchm
         kinds=args.kinds,
         localities=args.localities,
         reps=args.reps,
-        out=args.out or Path(f"benchmark_results/sf{args.sf:g}"),
+        out=args.out or Path(f"benchmark_results/sf{args.sf:g}{'-delta' if args.format == 'delta' else ''}"),
         work_dir=args.work_dir,
         schema=args.schema,
         seed=args.seed,
         check=not args.no_check,
         check_method=args.check,
-        spark_conf={**BENCH_SPARK_CONF, **dict(args.spark_conf)},
+        spark_conf={
+            **BENCH_SPARK_CONF,
+            **(DELTA_BENCH_CONF if args.format == "delta" else {}),
+            **dict(args.spark_conf),
+        },
         command=" ".join([prog, *(argv if argv is not None else [])]),
         package_dir=args.package_dir,
         capture=args.capture,
+        file_format=args.format,
+        package_defaults=args.package_defaults,
     )

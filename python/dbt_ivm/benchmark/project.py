@@ -36,6 +36,8 @@ class BenchProject:
     spark: SparkSession
     # how the upstreams declare their changes: change_log or diff (change_feed: diff)
     capture: str = "change_log"
+    # parquet (change logs) or delta (change data feed, Delta models)
+    file_format: str = "parquet"
 
     @classmethod
     def create(
@@ -46,9 +48,13 @@ class BenchProject:
         spark: SparkSession,
         package: Path,
         capture: str = "change_log",
+        file_format: str = "parquet",
+        package_defaults: bool = False,
     ) -> BenchProject:
-        """Write the project, install the package (`dbt deps`), start from empty schemas."""
-        project = cls(root, schema, raw_schema, spark, capture)
+        """Write the project, install the package (`dbt deps`), start from empty schemas.
+        Unless package_defaults, ivm_rebuild_above is false: every size measures the
+        incremental path (the crossover sets the default)."""
+        project = cls(root, schema, raw_schema, spark, capture, file_format)
         models = root / "models"
         models.mkdir(parents=True, exist_ok=True)
         for stale in models.glob("*.sql"):
@@ -61,11 +67,10 @@ class BenchProject:
                 config-version: 2
                 profile: {PROJECT_NAME}
                 model-paths: ["models"]
-                # measure the incremental path at every size: the crossover sets the default
                 models:
                   {PROJECT_NAME}:
                     +meta:
-                      ivm_rebuild_above: false
+                      ivm_rebuild_above: {"0.05" if package_defaults else "false"}
                 flags:
                   send_anonymous_usage_stats: false
                 """
@@ -102,15 +107,22 @@ class BenchProject:
         lines = ["version: 2", "sources:", "  - name: tpch", f"    schema: {self.raw_schema}", "    tables:"]
         for table, key in KEYS.items():
             lines.append(f"      - name: {table}")
-            declared = "change_feed: diff" if self.capture == "diff" else f"change_log: {table}_changes"
+            if self.capture == "diff":
+                declared = "change_feed: diff"
+            elif self.file_format == "delta":
+                declared = "change_feed: delta"
+            else:
+                declared = f"change_log: {table}_changes"
             ivm = f"{{unique_key: [{', '.join(key)}], {declared}}}"
             lines.append(f"        config: {{meta: {{ivm: {ivm}}}}}")
         return "\n".join(lines) + "\n"
 
     def add_workload(self, workload: Workload) -> None:
         models = self.root / "models"
-        (models / f"{workload.ivm_model}.sql").write_text(workload.model_sql("ivm"))
-        (models / f"{workload.table_model}.sql").write_text(workload.model_sql("table"))
+        (models / f"{workload.ivm_model}.sql").write_text(workload.model_sql("ivm", self.file_format))
+        (models / f"{workload.table_model}.sql").write_text(workload.model_sql("table", self.file_format))
+        if workload.hand_sql and self.file_format == "delta":
+            (models / f"{workload.hand_model}.sql").write_text(workload.hand_sql)
 
     def run(self, model: str, *flags: str) -> RunOutcome:
         began = time.perf_counter()
@@ -141,6 +153,22 @@ class BenchProject:
         table = f"{self.schema}.{model}"
         names = [c for c in self.spark.table(table).columns if not c.startswith("__ivm_")]
         return table, f"{self.schema}.__ivm_def__{model}", names
+
+    def keyed_differences(self, table: str, ivm_model: str, key: tuple[str, ...]) -> dict[str, int]:
+        """How a table keyed by `key` differs from an ivm model's definition, on the
+        definition's columns: rows it should not have (`extra`), rows it lacks (`missing`)
+        and rows whose values differ (`stale`). One join of key and row hash per side."""
+        definition = f"{self.schema}.__ivm_def__{ivm_model}"
+        names = [c for c in self.spark.table(definition).columns if not c.startswith("__ivm_")]
+        hashed = ", ".join(f"`{c}` is null, `{c}`" for c in names)
+        keys = ", ".join(f"`{k}`" for k in key)
+        on = " and ".join(f"t.`{k}` <=> d.`{k}`" for k in key)
+        row = self.spark.sql(
+            f"select count_if(d.h is null), count_if(t.h is null), count_if(t.h <> d.h) "
+            f"from (select {keys}, xxhash64({hashed}) as h from {self.schema}.{table}) t "
+            f"full join (select {keys}, xxhash64({hashed}) as h from {definition}) d on {on}"
+        ).first()
+        return {"extra": int(row[0]), "missing": int(row[1]), "stale": int(row[2])}
 
     def fingerprints(self, model: str) -> tuple[tuple[int, int], tuple[int, int]]:
         """(rows, sum of 64-bit row hashes) of the table and of its definition view: equal

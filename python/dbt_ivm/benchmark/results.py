@@ -32,6 +32,8 @@ class Sample:
     check: str = "off"  # pass / fail / off / not run
     differences: list[int] | None = None  # rows only in table, only in definition
     rebuild_s: float | None = None  # wall time of `dbt run --select <w>_table`
+    hand_s: float | None = None  # wall time of the hand-written incremental twin (Delta, W3)
+    hand_wrong: dict[str, int] | None = None  # its rows extra / missing / stale, so far
     errors: list[str] = field(default_factory=list)
 
     @property

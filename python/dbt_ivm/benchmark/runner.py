@@ -53,7 +53,7 @@ def run_benchmark(
     own_spark = spark is None
     if spark is None:
         with progress.step("Starting the embedded Spark session"):
-            spark = local_spark(work / "spark", config.spark_conf)
+            spark = local_spark(work / "spark", config.spark_conf, delta=config.file_format == "delta")
     result = BenchResult(
         config={**asdict(config), "package_dir": str(package_root(config))},
         environment=environment.describe(spark, package_root(config)),
@@ -76,8 +76,11 @@ def run_benchmark(
 def _run(
     config: BenchConfig, spark: SparkSession, progress: Progress, result: BenchResult, data: Path, work: Path
 ) -> None:
-    with progress.step(f"Loading upstreams into {config.raw_schema} (tables + change logs)"):
-        tables = upstreams.load(spark, config.raw_schema, work / "upstreams" / config.raw_schema, data)
+    feeds = "Delta tables with change data feed" if config.file_format == "delta" else "tables + change logs"
+    with progress.step(f"Loading upstreams into {config.raw_schema} ({feeds})"):
+        tables = upstreams.load(
+            spark, config.raw_schema, work / "upstreams" / config.raw_schema, data, config.file_format
+        )
         progress.line("  " + ", ".join(f"{n} {c:,} rows" for n, c in result.base_rows.items()))
     with progress.step(f"Writing the dbt project, dbt deps (schema {config.schema})"):
         project = BenchProject.create(
@@ -87,6 +90,8 @@ def _run(
             spark,
             package_root(config),
             config.capture,
+            config.file_format,
+            config.package_defaults,
         )
     workloads = select(list(config.workloads))
     built = [w for w in workloads if _build(project, w, config, progress, result)]
@@ -153,8 +158,19 @@ def _build(
                 f"  ivm {ivm.wall_s:.1f} s, table {table.wall_s:.1f} s, {build['rows']} rows, "
                 f"check {build['check']}"
             )
+        if build["error"] is None and _has_hand(workload, config):
+            hand = project.run(workload.hand_model)
+            build["hand_s"] = hand.wall_s
+            progress.line(f"  hand-written incremental {workload.hand_model}: {hand.wall_s:.1f} s")
+            if hand.error:
+                build["error"] = f"{workload.hand_model}: {first_line(hand.error)}"
         result.builds[workload.name] = build
     return build["error"] is None and (build["check"] == "pass" or not config.check)
+
+
+def _has_hand(workload: Workload, config: BenchConfig) -> bool:
+    """The hand-written incremental twin runs on Delta (its merge strategy needs it)."""
+    return workload.hand_sql is not None and config.file_format == "delta"
 
 
 def _fixed_cost(
@@ -189,6 +205,8 @@ def _measure_point(
     sample.rebuild_s = rebuild.wall_s
     if rebuild.error:
         sample.errors.append(f"rebuild failed: {first_line(rebuild.error)}")
+    if _has_hand(workload, config):
+        _measure_hand(project, workload, sample, progress)
     ratio = f"x{sample.rebuild_s / sample.refresh_s:.1f}" if sample.refresh_s and not rebuild.error else "-"
     rows = f"-{sample.rows_deleted} +{sample.rows_inserted}" if sample.path else ""
     line = (
@@ -196,6 +214,18 @@ def _measure_point(
         f"rebuild {sample.rebuild_s:.1f} s, {ratio}, check {sample.check}"
     )
     progress.line(line + "".join(f"\n    ERROR {e}" for e in sample.errors))
+
+
+def _measure_hand(project: BenchProject, workload: Workload, sample: Sample, progress: Progress) -> None:
+    """Run the hand-written incremental twin and count the rows it has wrong."""
+    hand = project.run(workload.hand_model)
+    sample.hand_s = hand.wall_s
+    if hand.error:
+        sample.errors.append(f"hand-written {workload.hand_model} failed: {first_line(hand.error)}")
+        return
+    sample.hand_wrong = project.keyed_differences(workload.hand_model, workload.ivm_model, workload.hand_key)
+    wrong = ", ".join(f"{n} {c:,}" for n, c in sample.hand_wrong.items())
+    progress.line(f"  {workload.hand_model}: {hand.wall_s:.1f} s, rows wrong so far: {wrong}")
 
 
 def _catch_up(

@@ -25,6 +25,9 @@ class Workload:
     localities: tuple[str, ...] = ("uniform",)
     # the ivm model's `unique_key` config: the slice key of the keyed recompute path
     unique_key: str | None = None
+    # on Delta: the hand-written incremental model a dbt user would write instead
+    hand_sql: str | None = None
+    hand_key: tuple[str, ...] = ()
 
     @property
     def ivm_model(self) -> str:
@@ -34,14 +37,16 @@ class Workload:
     def table_model(self) -> str:
         return f"{self.name}_table"
 
-    def model_sql(self, materialized: str) -> str:
-        options = [f"materialized='{materialized}'"]
+    @property
+    def hand_model(self) -> str:
+        return f"{self.name}_hand"
+
+    def model_sql(self, materialized: str, file_format: str = "parquet") -> str:
+        options = [f"materialized='{materialized}'", f"file_format='{file_format}'"]
         if self.partition_by:
             options.append(f"partition_by='{self.partition_by}'")
         if self.unique_key and materialized == "ivm":
             options.append(f"unique_key='{self.unique_key}'")
-        if materialized == "table":
-            options.append("file_format='parquet'")
         return f"{{{{ config({', '.join(options)}) }}}}\n-- {self.title}\n{self.sql.strip()}\n"
 
 
@@ -80,6 +85,22 @@ select
 from {{{{ source('tpch', 'lineitem') }}}} l
 join {{{{ source('tpch', 'orders') }}}} o on l.l_orderkey = o.o_orderkey
 """,
+            hand_sql=f"""\
+{{{{ config(materialized='incremental', incremental_strategy='merge', file_format='delta',
+          unique_key=['l_orderkey', 'l_linenumber']) }}}}
+-- W3 as a dbt user writes it without dbt_ivm: merge the rows whose lineitem or order was
+-- written since the newest row of the last run (deleted rows are never seen)
+select
+{W3_COLUMNS},
+  greatest(l.updated_at, o.updated_at) as updated_at
+from {{{{ source('tpch', 'lineitem') }}}} l
+join {{{{ source('tpch', 'orders') }}}} o on l.l_orderkey = o.o_orderkey
+{{% if is_incremental() %}}
+where l.updated_at > (select max(updated_at) from {{{{ this }}}})
+   or o.updated_at > (select max(updated_at) from {{{{ this }}}})
+{{% endif %}}
+""",
+            hand_key=("l_orderkey", "l_linenumber"),
         ),
         Workload(
             "w3p",
