@@ -13,7 +13,12 @@ from dbt_ivm.benchmark.workloads import WORKLOADS
 
 DEFAULT_SIZES_PERCENT: tuple[float, ...] = (0.01, 0.1, 1.0, 10.0)
 # on top of dbt_ivm.spark.SPARK_CONF (local[2], 4 shuffle partitions, UTC)
-BENCH_SPARK_CONF: dict[str, str] = {"spark.driver.memory": "4g", "spark.ui.showConsoleProgress": "false"}
+# the UI serves the profile of each run (executions, jobs, bytes read; benchmark/profile.py)
+BENCH_SPARK_CONF: dict[str, str] = {
+    "spark.driver.memory": "4g",
+    "spark.ui.showConsoleProgress": "false",
+    "spark.ui.enabled": "true",
+}
 # on Delta: new tables get deletion vectors, as on Databricks, so that a MERGE or DELETE
 # marks rows instead of rewriting their files
 DELTA_BENCH_CONF: dict[str, str] = {

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from dbt_ivm.benchmark.profile import SparkProfile
 from dbt_ivm.benchmark.project import BenchProject, RunOutcome
 from dbt_ivm.benchmark.results import Sample
 
@@ -41,11 +42,25 @@ def check(
     return verdict, [only_table, only_definition], None
 
 
+def timed_run(
+    project: BenchProject, model: str, profile: SparkProfile | None
+) -> tuple[RunOutcome, dict[str, float] | None]:
+    """`dbt run --select model`, and what Spark did for it when the session's UI is on."""
+    start = profile.mark() if profile else None
+    outcome = project.run(model)
+    return outcome, (profile.since(start) if profile and start else None)
+
+
 def measure_refresh(
-    project: BenchProject, model: str, sample: Sample, with_check: bool, method: str = "exact"
+    project: BenchProject,
+    model: str,
+    sample: Sample,
+    with_check: bool,
+    method: str = "exact",
+    profile: SparkProfile | None = None,
 ) -> bool:
     """Run the ivm refresh into `sample`; True when it succeeded and (if checked) is correct."""
-    outcome: RunOutcome = project.run(model)
+    outcome, sample.refresh_profile = timed_run(project, model, profile)
     sample.refresh_s = outcome.wall_s
     if outcome.error:
         sample.errors.append(f"refresh failed: {first_line(outcome.error)}")

@@ -78,6 +78,7 @@ def markdown(result: BenchResult) -> str:
         chosen = [p for p in all_points if p.workload == name]
         if chosen:
             lines += [f"## {workload.title}", "", *_point_table(chosen), ""]
+    lines += _profiles(all_points)
     lines += _hand(all_points)
     lines += _crossovers(all_points)
     if result.catch_up:
@@ -109,6 +110,40 @@ def _storage(config: dict[str, object]) -> str:
     if config.get("capture") == "diff":
         return "parquet (upstreams with change_feed: diff)"
     return "parquet (upstreams with change logs)"
+
+
+def _usage(p: Point, attribute: str) -> str:
+    """Median SQL executions / jobs / thousand rows read / MB shuffled of a point's runs."""
+    runs = [getattr(s, attribute) for s in p.samples if getattr(s, attribute)]
+    if not runs:
+        return ""
+    values = [median(r[k] for r in runs) for k in ("executions", "jobs", "read_k_rows", "shuffled_mb")]
+    return " / ".join(f"{v:g}" for v in values if v is not None)
+
+
+def _profiles(all_points: list[Point]) -> list[str]:
+    """What Spark did in each refresh and rebuild, where the UI recorded it."""
+    chosen = [p for p in all_points if any(s.refresh_profile for s in p.samples)]
+    if not chosen:
+        return []
+    lines = [
+        "## Where the time goes",
+        "",
+        "What Spark recorded during each `dbt run` (its UI's REST API, medians): SQL executions",
+        "(one per statement that runs a query or a command, more for a MERGE or a cached view),",
+        "jobs, thousands of rows read from storage (all scans, caches excluded) and MB shuffled.",
+        "The refresh's split by phase is in the tables above.",
+        "",
+        "| workload | locality | kind | size | refresh: executions / jobs / k rows read / MB shuffled "
+        "| rebuild: executions / jobs / k rows read / MB shuffled |",
+        "|---|---|---|---|---|---|",
+    ]
+    for p in sorted(chosen, key=lambda p: (p.workload, p.locality, p.kind, p.fraction)):
+        lines.append(
+            f"| {p.workload} | {p.locality} | {p.kind} | {_percent(p.fraction)} "
+            f"| {_usage(p, 'refresh_profile')} | {_usage(p, 'rebuild_profile')} |"
+        )
+    return [*lines, ""]
 
 
 def _hand(all_points: list[Point]) -> list[str]:

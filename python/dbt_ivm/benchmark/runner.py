@@ -14,7 +14,8 @@ import dbt_ivm
 from dbt_ivm.benchmark import environment, report, tpch, upstreams
 from dbt_ivm.benchmark.changes import BatchSpec, make_batch
 from dbt_ivm.benchmark.config import BenchConfig
-from dbt_ivm.benchmark.measure import check, first_line, measure_refresh, refresh_entry
+from dbt_ivm.benchmark.measure import check, first_line, measure_refresh, refresh_entry, timed_run
+from dbt_ivm.benchmark.profile import SparkProfile
 from dbt_ivm.benchmark.progress import Progress
 from dbt_ivm.benchmark.project import BenchProject
 from dbt_ivm.benchmark.results import BenchResult, CatchUp, Sample
@@ -195,13 +196,15 @@ def _measure_point(
     project: BenchProject, workload: Workload, config: BenchConfig, progress: Progress, sample: Sample
 ) -> None:
     progress.line(f"  {workload.name}: refresh{', check' if config.check else ''}, rebuild ...")
-    ok = measure_refresh(project, workload.ivm_model, sample, config.check, config.check_method)
+    ui = project.spark.sparkContext.uiWebUrl
+    profile = SparkProfile(ui.rstrip("/")) if ui else None
+    ok = measure_refresh(project, workload.ivm_model, sample, config.check, config.check_method, profile)
     if not ok:
         # start the next point from a correct table
         resync = project.run(workload.ivm_model, "--full-refresh")
         if resync.error:
             sample.errors.append(f"full refresh after the failure failed too: {first_line(resync.error)}")
-    rebuild = project.run(workload.table_model)
+    rebuild, sample.rebuild_profile = timed_run(project, workload.table_model, profile)
     sample.rebuild_s = rebuild.wall_s
     if rebuild.error:
         sample.errors.append(f"rebuild failed: {first_line(rebuild.error)}")

@@ -1,0 +1,83 @@
+"""Where a dbt run's time goes in Spark: the SQL executions (Spark records one per statement
+that runs a query or a command), jobs, rows read from storage and bytes shuffled between
+two moments, from the Spark UI's REST API of the benchmark's own session (the benchmark
+turns the UI on). Rows, not bytes: on the local file system Spark's input byte counts
+miss most of what parquet reads, its record counts do not."""
+
+from __future__ import annotations
+
+import json
+import time
+import urllib.request
+from dataclasses import asdict, dataclass
+from typing import Any
+
+MB = 1024 * 1024
+
+
+@dataclass(frozen=True)
+class Mark:
+    """The newest SQL execution, job and stage ids at one moment."""
+
+    execution: int
+    job: int
+    stage: int
+
+
+@dataclass(frozen=True)
+class SparkProfile:
+    """The Spark UI of one session (e.g. `spark.sparkContext.uiWebUrl`)."""
+
+    url: str
+
+    def _get(self, path: str) -> Any:
+        with urllib.request.urlopen(f"{self.url}/api/v1/{path}", timeout=30) as response:
+            return json.load(response)
+
+    def _app(self) -> str:
+        return str(self._get("applications")[0]["id"])
+
+    def _settled(self, app: str) -> None:
+        """Until no job runs: the UI learns of finished stages asynchronously."""
+        deadline = time.monotonic() + 10
+        while self._get(f"applications/{app}/jobs?status=running") and time.monotonic() < deadline:
+            time.sleep(0.1)
+
+    def mark(self) -> Mark:
+        app = self._app()
+        self._settled(app)
+        executions = self._get(f"applications/{app}/sql?details=false&length=100000")
+        jobs = self._get(f"applications/{app}/jobs")
+        stages = self._get(f"applications/{app}/stages?details=false")
+        return Mark(
+            max((int(e["id"]) for e in executions), default=-1),
+            max((int(j["jobId"]) for j in jobs), default=-1),
+            max((int(s["stageId"]) for s in stages), default=-1),
+        )
+
+    def since(self, start: Mark) -> dict[str, float]:
+        """SQL executions, jobs, thousands of rows read and MB shuffled since `start`."""
+        app = self._app()
+        self._settled(app)
+        end = self.mark()
+        stages = [
+            s
+            for s in self._get(f"applications/{app}/stages?details=false")
+            if int(s["stageId"]) > start.stage
+        ]
+        return asdict(
+            Usage(
+                executions=end.execution - start.execution,
+                jobs=end.job - start.job,
+                read_k_rows=round(sum(int(s.get("inputRecords", 0)) for s in stages) / 1000, 1),
+                shuffled_mb=round(sum(int(s.get("shuffleReadBytes", 0)) for s in stages) / MB, 1),
+            )
+        )
+
+
+@dataclass(frozen=True)
+class Usage:
+    executions: int
+    jobs: int
+    read_k_rows: float
+    shuffled_mb: float
