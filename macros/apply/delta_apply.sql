@@ -199,20 +199,15 @@ as {{ build_sql }}
 {% endmacro %}
 
 {#- Apply a staged change (see _ivm_refresh_incremental) to a Delta table in one statement.
-    Returns the number of rows deleted. -#}
+    Returns the number of rows deleted (counted when the change was staged). -#}
 {% macro ivm_apply_delta(target, target_columns, stage, plan, repair) %}
   {{ return(adapter.dispatch('ivm_apply_delta', 'dbt_ivm')(target, target_columns, stage, plan, repair)) }}
 {% endmacro %}
 
 {% macro default__ivm_apply_delta(target, target_columns, stage, plan, repair) %}
   {%- set sql = dbt_ivm._ivm_delta_apply_sql(target, target_columns, stage, plan, repair) -%}
-  {%- set rows_deleted = stage.get('rows_deleted') -%}
-  {%- if rows_deleted is none -%}
-    {%- set rows_deleted = run_query('select count(*) from ' ~ target ~ ' __ivm_v ' ~ stage.predicates.joins | join(' ') ~
-        ' where ' ~ stage.predicates.flag).rows[0][0] if stage.rewrite else 0 -%}
-  {%- endif -%}
   {%- call statement('main') -%}{{ sql }}{%- endcall -%}
-  {{ return(rows_deleted) }}
+  {{ return(stage.rows_deleted if stage.rewrite else 0) }}
 {% endmacro %}
 
 {#- The one statement that applies a staged change to a Delta table. -#}

@@ -35,18 +35,19 @@ select {{ cols | join(', ') }} from {{ insert_view }}
   {{ return(sql) }}
 {% endmacro %}
 
-{% macro ivm_apply_rewrite(target, columns, insert_view, predicates) %}
-  {{ return(adapter.dispatch('ivm_apply_rewrite', 'dbt_ivm')(target, columns, insert_view, predicates)) }}
+{#- described: the rows of the table's DESCRIBE TABLE EXTENDED when the caller read them (else read here) -#}
+{% macro ivm_apply_rewrite(target, columns, insert_view, predicates, described=none) %}
+  {{ return(adapter.dispatch('ivm_apply_rewrite', 'dbt_ivm')(target, columns, insert_view, predicates, described)) }}
 {% endmacro %}
 
-{% macro default__ivm_apply_rewrite(target, columns, insert_view, predicates) %}
-  {%- set next_location = dbt_ivm._ivm_next_generation(target, target) -%}
+{% macro default__ivm_apply_rewrite(target, columns, insert_view, predicates, described=none) %}
+  {%- set next_location = dbt_ivm._ivm_next_generation(target, target, described=described) -%}
   {%- call statement('main') -%}
     insert overwrite directory '{{ next_location }}' using parquet
     {{ dbt_ivm._ivm_patched_rows_sql(target, columns, insert_view, predicates, none) }}
   {%- endcall -%}
+  {#- Spark's SET LOCATION refreshes the table's cached metadata and data itself -#}
   {%- do run_query('alter table ' ~ target ~ " set location '" ~ next_location ~ "'") -%}
-  {%- do run_query('refresh table ' ~ target) -%}
 {% endmacro %}
 
 {#- Build an unpartitioned table into its next generation directory, then (re)create the
@@ -68,9 +69,10 @@ select {{ cols | join(', ') }} from {{ insert_view }}
 {% endmacro %}
 
 {#- The generation directory a table is not using now (beside location when given: a
-    changed location_root moves the table there, never onto the directory it reads). -#}
-{% macro _ivm_next_generation(target, existing, location=none) %}
-  {%- set current = dbt_ivm._ivm_table_location(existing) if existing is not none and existing.type == 'table' else '' -%}
+    changed location_root moves the table there, never onto the directory it reads).
+    described: the DESCRIBE TABLE EXTENDED rows of existing, when already read. -#}
+{% macro _ivm_next_generation(target, existing, location=none, described=none) %}
+  {%- set current = dbt_ivm._ivm_table_location(existing, described) if existing is not none and existing.type == 'table' else '' -%}
   {%- set m = modules.re.match('^(.*)__ivm_g([12])$', current) -%}
   {%- set generation = '__ivm_g' ~ ('2' if m and m.group(2) == '1' else '1') -%}
   {%- if location -%}
@@ -100,13 +102,13 @@ select {{ cols | join(', ') }} from {{ insert_view }}
   {%- endfor -%}
 {% endmacro %}
 
-{% macro _ivm_table_location(relation) %}
-  {{ return(dbt_ivm._ivm_describe_value('describe table extended ' ~ relation, 'Location')) }}
+{% macro _ivm_table_location(relation, described=none) %}
+  {{ return(dbt_ivm._ivm_describe_value('describe table extended ' ~ relation, 'Location', described)) }}
 {% endmacro %}
 
-{#- The value of one row of a DESCRIBE ... EXTENDED result. -#}
-{% macro _ivm_describe_value(statement, name) %}
-  {%- for row in run_query(statement).rows -%}
+{#- The value of one row of a DESCRIBE ... EXTENDED result (rows: that result, when already read). -#}
+{% macro _ivm_describe_value(statement, name, rows=none) %}
+  {%- for row in (rows if rows is not none else run_query(statement).rows) -%}
     {%- if row[0] | lower == name | lower -%}{{ return(row[1]) }}{%- endif -%}
   {%- endfor -%}
   {{ exceptions.raise_compiler_error('dbt_ivm: `' ~ statement ~ '` returned no ' ~ name ~ ' row') }}

@@ -8,11 +8,23 @@
 {% endmacro %}
 
 {% macro default__ivm_current_versions(upstreams) %}
+  {%- set read = dbt_ivm._ivm_versions_read(upstreams) -%}
+  {%- if upstreams | rejectattr('feed', 'equalto', 'delta') | list -%}
+    {%- do dbt_ivm._ivm_versions_from_row(read, run_query('select ' ~ read.columns | join(', ')).rows[0]) -%}
+  {%- endif -%}
+  {{ return(read.versions) }}
+{% endmacro %}
+
+{#- The reads of ivm_current_versions. A Delta upstream's version is its latest commit in
+    the table history (one DESCRIBE HISTORY each, run here); every other version is a select
+    item of one query: {versions (the Delta ones), columns (v<i> per upstream, NULL for a
+    Delta one, then h<i> per history read), upstreams, history (ivm upstreams whose refresh
+    history is read)}. _ivm_versions_from_row reads that query's row. -#}
+{% macro _ivm_versions_read(upstreams) %}
   {%- set exprs = [] -%}
   {%- set versions = {} -%}
   {%- for up in upstreams -%}
     {%- if up.get('feed') == 'delta' -%}
-      {#- a Delta table's version: its latest commit in the table history -#}
       {%- set rows = run_query(dbt_ivm._ivm_delta_version_sql(up)).rows -%}
       {%- do versions.update({up.name: (rows[0][0] | string) if rows else none}) -%}
       {%- do exprs.append('null as v' ~ loop.index0) -%}
@@ -36,16 +48,18 @@
     {%- do history.append(up) -%}
     {%- do exprs.append(dbt_ivm._ivm_upstream_history_sql(up, up.after) ~ ' as h' ~ loop.index0) -%}
   {%- endfor -%}
-  {%- if upstreams | rejectattr('feed', 'equalto', 'delta') | list -%}
-    {%- set row = run_query('select ' ~ exprs | join(', ')).rows[0] -%}
-    {%- for up in upstreams -%}
-      {%- if up.get('feed') != 'delta' -%}{%- do versions.update({up.name: row[loop.index0]}) -%}{%- endif -%}
-    {%- endfor -%}
-    {%- for up in history -%}
-      {%- do up.update({'history': fromjson(row[upstreams | length + loop.index0] or '{}')}) -%}
-    {%- endfor -%}
-  {%- endif -%}
-  {{ return(versions) }}
+  {{ return({'versions': versions, 'columns': exprs, 'upstreams': upstreams, 'history': history}) }}
+{% endmacro %}
+
+{#- Complete read.versions (and each history upstream's history) from `row`, whose first
+    columns are read.columns (see _ivm_versions_read). -#}
+{% macro _ivm_versions_from_row(read, row) %}
+  {%- for up in read.upstreams -%}
+    {%- if up.get('feed') != 'delta' -%}{%- do read.versions.update({up.name: row[loop.index0]}) -%}{%- endif -%}
+  {%- endfor -%}
+  {%- for up in read.history -%}
+    {%- do up.update({'history': fromjson(row[read.upstreams | length + loop.index0] or '{}')}) -%}
+  {%- endfor -%}
 {% endmacro %}
 
 {#- SQL literal comparing a version column to a stored version value. -#}

@@ -188,7 +188,7 @@
     parquet the cost estimate (_ivm_parquet_cost) finds a rebuild cheaper. -#}
 {% macro _ivm_refresh_incremental(model, target, template, spec, plan, state, settings, entry) %}
   {%- set versions_from = state.last_success.versions -%}
-  {%- set prefix = '__ivm_' ~ modules.re.sub('[^A-Za-z0-9_]', '_', target.identifier) -%}
+  {%- set scratch = dbt_ivm._ivm_scratch_names(target, plan) -%}
   {%- set temp_views = [] -%}
   {%- set counters = [] -%}
   {#- the diff capture's seconds and scan (see _ivm_capture_diffs), if any, stay in the log row -#}
@@ -201,10 +201,10 @@
     {#- upstream rows, for the rebuild threshold (parquet answers count(*) from file footers) -#}
     {%- set base = '(select count(*) from ' ~ p.up.relation ~ ')' if settings.rebuild_above else '0L' -%}
     {%- if p.changed and p.up.kind == 'change_log' -%}
-      {%- set view = prefix ~ '_chg_' ~ p.up.short -%}
+      {%- set view = scratch.chg[p.up.short] -%}
       {%- do temp_views.append(view) -%}
       {%- do p.update({'change_view': view}) -%}
-      {%- do dbt_ivm._ivm_cache_view(view, dbt_ivm.ivm_netted_changes_sql(p.up, p.columns, after, p.to, spec is not none)) -%}
+      {%- do dbt_ivm._ivm_cache_view(view, dbt_ivm.ivm_netted_changes_sql(p.up, p.columns, after, p.to, spec is not none), scratch) -%}
       {%- do counters.append('(select named_struct(\'rows\', count(*), \'old\', count_if(__ivm_old), \'new\', count_if(__ivm_new), \'base\', '
           ~ base ~ ', \'problem\', min(__ivm_problem), \'problems\', count(__ivm_problem)) from ' ~ view ~ ')') -%}
     {%- elif p.changed -%}
@@ -279,7 +279,9 @@
     {%- endif -%}
   {%- endif -%}
 
-  {%- set target_columns = adapter.get_columns_in_relation(target) -%}
+  {#- described once: its columns here, its location for a parquet rewrite -#}
+  {%- set described = run_query('describe extended ' ~ target).rows -%}
+  {%- set target_columns = dbt_ivm._ivm_described_columns(described) -%}
   {%- set columns = target_columns | map(attribute='name') | list -%}
   {%- set table_columns = dbt_ivm._ivm_columns_signature(target_columns) -%}
   {%- set stored = (state.last_success.get('columns') or {}).get('.') -%}
@@ -289,11 +291,12 @@
   {%- endif -%}
   {%- do entry.columns.update({'.': table_columns}) -%}
   {%- if spec is none -%}
-    {%- set stage = dbt_ivm._ivm_stage_join_changes(target, template, plan, state, prefix, temp_views, nv.old > 0 or state.repair) -%}
+    {%- set stage = dbt_ivm._ivm_stage_join_changes(target, template, plan, state, scratch, temp_views, nv.old > 0 or state.repair,
+        settings.file_format == 'delta' or not settings.partition_by) -%}
   {%- elif spec.kind == 'keyed' -%}
-    {%- set stage = dbt_ivm._ivm_stage_keyed_changes(spec, target, plan, prefix, temp_views, settings.file_format) -%}
+    {%- set stage = dbt_ivm._ivm_stage_keyed_changes(spec, target, plan, scratch, temp_views, settings.file_format) -%}
   {%- else -%}
-    {%- set stage = dbt_ivm._ivm_stage_aggregate_changes(spec, target, target_columns, plan, prefix, temp_views, nv.old > 0,
+    {%- set stage = dbt_ivm._ivm_stage_aggregate_changes(spec, target, target_columns, plan, scratch, temp_views, nv.old > 0,
         settings.partition_by | length > 0) -%}
   {%- endif -%}
   {%- set steps = [] -%}
@@ -324,12 +327,8 @@
   {%- elif settings.partition_by -%}
     {%- set rows_deleted = dbt_ivm._ivm_rewrite_partitions(target, target_columns, stage.insert_view, stage.predicates, settings.partition_by) -%}
   {%- else -%}
-    {%- set rows_deleted = stage.get('rows_deleted') -%}
-    {%- if rows_deleted is none -%}
-      {%- set rows_deleted = run_query('select count(*) from ' ~ target ~ ' __ivm_v ' ~ stage.predicates.joins | join(' ') ~
-          ' where ' ~ stage.predicates.flag).rows[0][0] -%}
-    {%- endif -%}
-    {%- do dbt_ivm.ivm_apply_rewrite(target, columns, stage.insert_view, stage.predicates) -%}
+    {%- set rows_deleted = stage.rows_deleted -%}
+    {%- do dbt_ivm.ivm_apply_rewrite(target, columns, stage.insert_view, stage.predicates, described) -%}
   {%- endif -%}
   {%- do dbt_ivm._ivm_drop_temp_views(temp_views) -%}
   {%- do dbt_ivm._ivm_lap(phases, 'apply', clock, model.name ~ ': applied -' ~ rows_deleted ~ ' +' ~ stage.rows_inserted ~ ' rows') -%}

@@ -119,10 +119,18 @@
     successful refresh: a no-op)}. Updates entry (table_version, versions_to,
     definition_hash, watch). Reads only: it runs again when the lease was not taken at once. -#}
 {% macro _ivm_read_position(model, existing, plan, definition_hash, upstream_columns, tokens, entry) %}
-  {%- set state = dbt_ivm.ivm_read_state(model.unique_id) -%}
+  {%- set upstreams = plan | map(attribute='up') | list -%}
+  {#- the versions of ivm and diff upstreams are read against the stored ones, after the
+      state; any others in the same query as the state -#}
+  {%- if upstreams | selectattr('feed', 'in', ['ivm', 'diff']) | list -%}
+    {%- set state, versions_to = dbt_ivm.ivm_read_state(model.unique_id), none -%}
+  {%- else -%}
+    {%- set read = dbt_ivm.ivm_read_state_and_versions(model.unique_id, upstreams) -%}
+    {%- set state, versions_to = read.state, read.versions -%}
+  {%- endif -%}
   {%- set interrupted = state.get('interrupted') is not none -%}
   {%- if config.get('file_format') == 'delta' and existing is not none and interrupted -%}
-    {%- set exact = not dbt_ivm._ivm_read_ahead_upstreams(plan | map(attribute='up') | list) -%}
+    {%- set exact = not dbt_ivm._ivm_read_ahead_upstreams(upstreams) -%}
     {%- set state = dbt_ivm._ivm_delta_resolve_interrupted(existing, state, exact) -%}
   {%- endif -%}
   {%- do entry.update({'table_version': dbt_ivm._ivm_table_stamp(entry.started_at, state)}) -%}
@@ -140,8 +148,8 @@
     {%- do p.up.update({'after': after, 'stamp': entry.table_version, 'diff_columns': p.columns, 'snapshot_missing': after is not none and not exists,
                         'diff_comparable': exists and stored == upstream_columns.get(p.up.name), 'captured': false}) -%}
   {%- endfor -%}
-  {%- set versions_to = dbt_ivm.ivm_current_versions(plan | map(attribute='up') | list) -%}
-  {%- do entry.update({'versions_to': versions_to, 'definition_hash': definition_hash, 'watch': plan | map(attribute='up') | list}) -%}
+  {%- if versions_to is none -%}{%- set versions_to = dbt_ivm.ivm_current_versions(upstreams) -%}{%- endif -%}
+  {%- do entry.update({'versions_to': versions_to, 'definition_hash': definition_hash, 'watch': upstreams}) -%}
   {%- set full_reason = dbt_ivm._ivm_full_refresh_reason(existing, state, definition_hash) -%}
   {%- do dbt_ivm._ivm_check_versions(model.name, plan, none if full_reason else state.last_success.versions, versions_to) -%}
   {%- set position = {'state': state, 'versions_to': versions_to, 'full_reason': full_reason, 'unchanged': false,

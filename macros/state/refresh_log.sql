@@ -83,13 +83,42 @@
 {% endmacro %}
 
 {% macro default__ivm_read_state(model_id) %}
+  {{ return(dbt_ivm._ivm_state_from_rows(run_query(dbt_ivm._ivm_state_sql(model_id) ~ ' order by logged_at').rows)) }}
+{% endmacro %}
+
+{#- ivm_read_state and ivm_current_versions(upstreams) in one query, for upstreams whose
+    versions are read without the stored ones (not ivm or diff upstreams, see
+    _ivm_read_position): {'state', 'versions'}. -#}
+{% macro ivm_read_state_and_versions(model_id, upstreams) %}
+  {{ return(adapter.dispatch('ivm_read_state_and_versions', 'dbt_ivm')(model_id, upstreams)) }}
+{% endmacro %}
+
+{% macro default__ivm_read_state_and_versions(model_id, upstreams) %}
+  {%- set read = dbt_ivm._ivm_versions_read(upstreams) -%}
+  {#- the version columns (uncorrelated scalar subqueries, evaluated once) on every state
+      row; without state rows, on one row whose state columns are NULL -#}
+  {%- set rows = run_query('select ' ~ (read.columns + ['__ivm_s.*']) | join(', ') ~ ' from (select 1) __ivm_one left join ('
+      ~ dbt_ivm._ivm_state_sql(model_id) ~ ') __ivm_s on true order by __ivm_s.logged_at').rows -%}
+  {%- do dbt_ivm._ivm_versions_from_row(read, rows[0]) -%}
+  {%- set n = read.columns | length -%}
+  {%- set state_rows = [] -%}
+  {%- for r in rows if r[n] is not none -%}{%- do state_rows.append(r[n:]) -%}{%- endfor -%}
+  {{ return({'state': dbt_ivm._ivm_state_from_rows(state_rows), 'versions': read.versions}) }}
+{% endmacro %}
+
+{#- The refresh log rows of a model that make its state, unordered: its latest 'success'
+    row and every row logged after it (rows of event 'noop:...' are not state). -#}
+{% macro _ivm_state_sql(model_id) %}
   {%- set log = dbt_ivm.ivm_refresh_log_relation() -%}
   {%- set m = dbt_ivm._ivm_string_literal(model_id) -%}
-  {%- set rows = run_query('select status, to_json(versions_to), definition_hash, logs_advanced, refresh_id, table_version, logged_at, path,
-      to_json(columns) from ' ~ log ~ ' where model = ' ~ m ~ " and event not like 'noop:%'
+  {{ return('select status, to_json(versions_to) as versions_to, definition_hash, logs_advanced, refresh_id, table_version, logged_at, '
+      ~ 'path, to_json(columns) as columns from ' ~ log ~ ' where model = ' ~ m ~ " and event not like 'noop:%'
       and logged_at >= coalesce((select max(logged_at) from " ~ log ~ ' where model = ' ~ m ~ " and status = 'success'
-                                 and event not like 'noop:%'), timestamp'1970-01-01')
-      order by logged_at").rows -%}
+                                 and event not like 'noop:%'), timestamp'1970-01-01')") }}
+{% endmacro %}
+
+{#- The state (see ivm_read_state) from the rows of _ivm_state_sql, oldest first. -#}
+{% macro _ivm_state_from_rows(rows) %}
   {%- set state = {'last_success': none, 'repair': none, 'table_version': none} -%}
   {%- for r in rows -%}
     {%- if r[5] is not none and (state.table_version is none or r[5] > state.table_version) -%}
