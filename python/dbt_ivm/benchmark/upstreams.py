@@ -61,21 +61,16 @@ def _bigint_columns(data: DataFrame) -> str:
 
 
 @dataclass(frozen=True)
-class LoggedTable:
-    """One upstream: `<schema>.<name>` and its log `<schema>.<name>_changes`."""
+class TpchTable:
+    """The TPC-H table `<schema>.<name>`, whatever its format."""
 
     spark: SparkSession
     schema: str
     name: str
-    root: Path
 
     @property
     def table(self) -> str:
         return f"{self.schema}.{self.name}"
-
-    @property
-    def log(self) -> str:
-        return f"{self.schema}.{self.name}_changes"
 
     @property
     def key(self) -> tuple[str, ...]:
@@ -83,6 +78,17 @@ class LoggedTable:
 
     def frame(self) -> DataFrame:
         return self.spark.table(self.table)
+
+
+@dataclass(frozen=True)
+class LoggedTable(TpchTable):
+    """One parquet upstream and its log `<schema>.<name>_changes`, under `root`."""
+
+    root: Path
+
+    @property
+    def log(self) -> str:
+        return f"{self.schema}.{self.name}_changes"
 
     def create(self, parquet: Path) -> None:
         """(Re)create the table from a parquet file, with an empty change log."""
@@ -139,23 +145,8 @@ class LoggedTable:
 
 
 @dataclass(frozen=True)
-class DeltaUpstream:
-    """One upstream as a Delta table `<schema>.<name>` with its change data feed on."""
-
-    spark: SparkSession
-    schema: str
-    name: str
-
-    @property
-    def table(self) -> str:
-        return f"{self.schema}.{self.name}"
-
-    @property
-    def key(self) -> tuple[str, ...]:
-        return KEYS[self.name]
-
-    def frame(self) -> DataFrame:
-        return self.spark.table(self.table)
+class DeltaUpstream(TpchTable):
+    """One upstream as a Delta table with its change data feed on."""
 
     def create(self, parquet: Path) -> None:
         """(Re)create the table from a parquet file, in the file's order (TPC-H writes
