@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 from pyspark.sql import SparkSession
 
@@ -24,18 +25,22 @@ from dbt_ivm.benchmark.report import JSON_FILE, MARKDOWN_FILE, PLOT_FILE
 SMOKE_WORKLOADS = ("w1", "w2", "w3", "w3p")
 
 
-def test_benchmark_end_to_end_every_check_passes(spark: SparkSession, tmp_path: Path) -> None:
-    config = BenchConfig(
-        sf=0.1,
-        workloads=SMOKE_WORKLOADS,
+def smoke_config(tmp_path: Path, **settings: Any) -> BenchConfig:
+    """One mixed batch of 1%, one repetition, results and work under tmp_path."""
+    return BenchConfig(
         fractions=(0.01,),
         kinds=("mixed",),
-        localities=("recent",),
         reps=1,
         out=tmp_path / "results",
         work_dir=tmp_path / "work",
-        schema="t_bench",
         command="tests/test_benchmark_smoke.py",
+        **settings,
+    )
+
+
+def test_benchmark_end_to_end_every_check_passes(spark: SparkSession, tmp_path: Path) -> None:
+    config = smoke_config(
+        tmp_path, sf=0.1, workloads=SMOKE_WORKLOADS, localities=("recent",), schema="t_bench"
     )
     result = run_benchmark(config, spark=spark)
 
@@ -103,17 +108,12 @@ def test_benchmark_on_delta_with_the_hand_written_twin(
     """`--format delta` at a tiny scale: Delta upstreams changed by one MERGE per batch, read
     through their change data feed; W3's hand-written incremental twin runs after the refresh
     and keeps the lines of deleted orders, which the ivm table drops."""
-    config = BenchConfig(
+    config = smoke_config(
+        tmp_path,
         sf=0.01,
         workloads=("w3",),
-        fractions=(0.01,),
-        kinds=("mixed",),
         localities=("uniform",),
-        reps=1,
-        out=tmp_path / "results",
-        work_dir=tmp_path / "work",
         schema="t_bench_delta",
-        command="tests/test_benchmark_smoke.py",
         file_format="delta",
     )
     result = run_benchmark(config, spark=spark)

@@ -43,34 +43,38 @@ class SparkProfile:
         while self._get(f"applications/{app}/jobs?status=running") and time.monotonic() < deadline:
             time.sleep(0.1)
 
-    def mark(self) -> Mark:
+    def _read(self) -> tuple[list[Any], list[Any], list[Any]]:
+        """The UI's SQL executions, jobs and stages, once no job runs."""
         app = self._app()
         self._settled(app)
-        executions = self._get(f"applications/{app}/sql?details=false&length=100000")
-        jobs = self._get(f"applications/{app}/jobs")
-        stages = self._get(f"applications/{app}/stages?details=false")
+        return (
+            self._get(f"applications/{app}/sql?details=false&length=100000"),
+            self._get(f"applications/{app}/jobs"),
+            self._get(f"applications/{app}/stages?details=false"),
+        )
+
+    @staticmethod
+    def _mark(executions: list[Any], jobs: list[Any], stages: list[Any]) -> Mark:
         return Mark(
             max((int(e["id"]) for e in executions), default=-1),
             max((int(j["jobId"]) for j in jobs), default=-1),
             max((int(s["stageId"]) for s in stages), default=-1),
         )
 
+    def mark(self) -> Mark:
+        return self._mark(*self._read())
+
     def since(self, start: Mark) -> dict[str, float]:
         """SQL executions, jobs, thousands of rows read and MB shuffled since `start`."""
-        app = self._app()
-        self._settled(app)
-        end = self.mark()
-        stages = [
-            s
-            for s in self._get(f"applications/{app}/stages?details=false")
-            if int(s["stageId"]) > start.stage
-        ]
+        executions, jobs, stages = self._read()
+        end = self._mark(executions, jobs, stages)
+        new = [s for s in stages if int(s["stageId"]) > start.stage]
         return asdict(
             Usage(
                 executions=end.execution - start.execution,
                 jobs=end.job - start.job,
-                read_k_rows=round(sum(int(s.get("inputRecords", 0)) for s in stages) / 1000, 1),
-                shuffled_mb=round(sum(int(s.get("shuffleReadBytes", 0)) for s in stages) / MB, 1),
+                read_k_rows=round(sum(int(s.get("inputRecords", 0)) for s in new) / 1000, 1),
+                shuffled_mb=round(sum(int(s.get("shuffleReadBytes", 0)) for s in new) / MB, 1),
             )
         )
 
