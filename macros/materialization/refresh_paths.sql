@@ -198,19 +198,17 @@
     {%- set after = versions_from.get(p.up.name) -%}
     {%- do p.update({'from': after, 'to': entry.versions_to[p.up.name], 'change_view': none, 'old': 0, 'has_new': false}) -%}
     {%- do p.update({'changed': p['from'] != p.to}) -%}
-    {#- upstream rows, for the rebuild threshold (parquet answers count(*) from file footers) -#}
-    {%- set base = '(select count(*) from ' ~ p.up.relation ~ ')' if settings.rebuild_above else '0L' -%}
     {%- if p.changed and p.up.kind == 'change_log' -%}
       {%- set view = scratch.chg[p.up.short] -%}
       {%- do temp_views.append(view) -%}
       {%- do p.update({'change_view': view}) -%}
       {%- do dbt_ivm._ivm_cache_view(view, dbt_ivm.ivm_netted_changes_sql(p.up, p.columns, after, p.to, spec is not none), scratch) -%}
-      {%- do counters.append('(select named_struct(\'rows\', count(*), \'old\', count_if(__ivm_old), \'new\', count_if(__ivm_new), \'base\', '
-          ~ base ~ ', \'problem\', min(__ivm_problem), \'problems\', count(__ivm_problem)) from ' ~ view ~ ')') -%}
+      {%- do counters.append('(select named_struct(\'rows\', count(*), \'old\', count_if(__ivm_old), \'new\', count_if(__ivm_new), '
+          ~ '\'problem\', min(__ivm_problem), \'problems\', count(__ivm_problem)) from ' ~ view ~ ')') -%}
     {%- elif p.changed -%}
       {#- the same struct type as a change log's counter: array() needs one element type -#}
-      {%- do counters.append('(select named_struct(\'rows\', count(*), \'old\', 0L, \'new\', count(*), \'base\', ' ~ base ~
-          ', \'problem\', cast(null as string), \'problems\', 0L) from ' ~ p.up.relation ~ ' where ' ~ dbt_ivm._ivm_watermark_window(p) ~ ')') -%}
+      {%- do counters.append('(select named_struct(\'rows\', count(*), \'old\', 0L, \'new\', count(*), '
+          ~ '\'problem\', cast(null as string), \'problems\', 0L) from ' ~ p.up.relation ~ ' where ' ~ dbt_ivm._ivm_watermark_window(p) ~ ')') -%}
     {%- endif -%}
   {%- endfor -%}
   {%- set changed = plan | selectattr('changed') | list -%}
@@ -218,13 +216,16 @@
   {%- set nv = namespace(rows=0, old=0, base=0) -%}
   {%- set sizes = {} -%}
   {%- if counters -%}
-    {#- on parquet, the row counts of every upstream and of the table, for the cost estimate -#}
+    {#- row counts in the same query (parquet and Delta answer count(*) from metadata): of the
+        changed upstreams for the rebuild threshold; on parquet of every upstream and of the
+        table too, for the cost estimate -#}
     {%- set sized = [] -%}
-    {%- if settings.rebuild_above and settings.file_format != 'delta' -%}
-      {%- for p in plan -%}
+    {%- if settings.rebuild_above -%}
+      {%- set parquet = settings.file_format != 'delta' -%}
+      {%- for p in plan if p.changed or parquet -%}
         {%- do sized.append(dbt_ivm._ivm_string_literal(p.up.name) ~ ', (select count(*) from ' ~ p.up.relation ~ ')') -%}
       {%- endfor -%}
-      {%- do sized.append("'.', (select count(*) from " ~ target ~ ')') -%}
+      {%- if parquet -%}{%- do sized.append("'.', (select count(*) from " ~ target ~ ')') -%}{%- endif -%}
     {%- endif -%}
     {%- set answer = run_query('select to_json(array(' ~ counters | join(', ') ~ '))'
         ~ (', to_json(map(' ~ sized | join(', ') ~ '))' if sized else '')).rows[0] -%}
@@ -242,7 +243,7 @@
       {%- do change_rows.update({p.up.name: c.rows}) -%}
       {%- set nv.rows = nv.rows + c.rows -%}
       {%- set nv.old = nv.old + c.old -%}
-      {%- set nv.base = nv.base + c.base -%}
+      {%- set nv.base = nv.base + sizes.get(p.up.name, 0) -%}
     {%- endfor -%}
   {%- endif -%}
   {%- do entry.update({'versions_from': versions_from, 'change_rows': change_rows}) -%}
@@ -270,7 +271,7 @@
     {{ return(none) }}
   {%- endif -%}
 
-  {%- if sizes -%}
+  {%- if '.' in sizes -%}
     {%- set costly = dbt_ivm._ivm_parquet_cost(plan, change_rows, sizes, spec, spec is not none or nv.old > 0 or state.repair,
         settings.partition_by | length > 0) -%}
     {%- if costly -%}
