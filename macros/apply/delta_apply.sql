@@ -88,29 +88,34 @@ on {{ on | join(' and ') if on else 'true' }}
   {{ return(sql) }}
 {% endmacro %}
 
-{#- SQL of the MERGE for a join-only view with deletes or updates. One MERGE, whose source
-    is the union of
-      * delete identities: the DISTINCT tuples of the hidden key columns of the changed
-        upstreams (`identity`) over the view rows of the changed slices (found with the
-        same predicates as the parquet rewrite), __ivm_del = true;
+{#- SQL of the MERGE for a join-only view with deletes or updates, or a keyed view. One
+    MERGE, whose source is the union of
+      * delete identities: DISTINCT tuples of the `identity` columns (hidden key columns of
+        the changed upstreams, or the slice key), __ivm_del = true. `keys`: a relation
+        holding them under those column names - the changed keys of the one upstream whose
+        slices go, or the keyed path's affected keys - so the MERGE joins them with the
+        table by equality; without it they are found in the table with the predicates of
+        the parquet rewrite (several upstreams delete: a row goes when any of its keys
+        changed, which no equality join expresses), which reads the table in the source;
       * the rows to insert, __ivm_del = false.
     The ON condition requires __ivm_del, so insert rows never match and are inserted.
     Several target rows may share one identity tuple (duplicate rows, or an append-only
     upstream whose watermark is not unique): one source row matching many target rows is
     allowed; what Delta forbids is several source rows matching one target row, and the
-    DISTINCT over exactly the ON columns rules that out. The slice is found by reading
-    the target in the source: a MERGE reads its source from the snapshot it started on. -#}
-{% macro ivm_delta_join_merge_sql(target, target_columns, insert_view, predicates, identity) %}
-  {{ return(adapter.dispatch('ivm_delta_join_merge_sql', 'dbt_ivm')(target, target_columns, insert_view, predicates, identity)) }}
+    DISTINCT over exactly the ON columns rules that out. A MERGE reads its source from the
+    snapshot it started on. -#}
+{% macro ivm_delta_join_merge_sql(target, target_columns, insert_view, identity, keys=none, predicates=none) %}
+  {{ return(adapter.dispatch('ivm_delta_join_merge_sql', 'dbt_ivm')(target, target_columns, insert_view, identity, keys, predicates)) }}
 {% endmacro %}
 
-{% macro default__ivm_delta_join_merge_sql(target, target_columns, insert_view, predicates, identity) %}
+{% macro default__ivm_delta_join_merge_sql(target, target_columns, insert_view, identity, keys=none, predicates=none) %}
   {%- set columns = target_columns | map(attribute='name') | list -%}
   {%- set cols = dbt_ivm._ivm_quote_all(columns) | list -%}
+  {%- set alias = '__ivm_k' if keys is not none else '__ivm_v' -%}
   {%- set del_select = [] -%}
   {%- for c in target_columns -%}
     {%- if c.name in identity -%}
-      {%- do del_select.append('__ivm_v.' ~ dbt_ivm._ivm_quote(c.name)) -%}
+      {%- do del_select.append(alias ~ '.' ~ dbt_ivm._ivm_quote(c.name)) -%}
     {%- else -%}
       {%- do del_select.append('cast(null as ' ~ c.data_type ~ ') as ' ~ dbt_ivm._ivm_quote(c.name)) -%}
     {%- endif -%}
@@ -121,11 +126,15 @@ on {{ on | join(' and ') if on else 'true' }}
 merge into {{ target }} __ivm_t
 using (
   select distinct true as __ivm_del, {{ del_select | join(', ') }}
+{%- if keys is not none %}
+  from {{ keys }} __ivm_k
+{%- else %}
   from {{ target }} __ivm_v
   {{ predicates.joins | join('\n  ') }}
   where {{ predicates.flag }}
+{%- endif %}
   union all
-  select false as __ivm_del, {{ cols | join(', ') }} from {{ insert_view }}
+  select false as __ivm_del, {{ cols | join(', ') }} from {{ insert_view }} __ivm_i
 ) __ivm_s
 on {{ on | join(' and ') }}
 when matched then delete
@@ -134,14 +143,24 @@ when not matched and not __ivm_s.__ivm_del then insert {{ dbt_ivm._ivm_delta_ins
   {{ return(sql) }}
 {% endmacro %}
 
-{#- The hidden key columns that identify the changed slices of a join-only view: those of
-    every changed upstream whose rows are deleted (see _ivm_join_delete_predicates). -#}
-{% macro _ivm_delta_join_identity(plan, repair) %}
+{#- What a join-only refresh deletes on Delta: {identity: the hidden key columns of every
+    changed upstream whose slices go, keys: when that is one upstream read from a change
+    set, its changed keys under the hidden columns' names (else none: the slices are found
+    in the table)}. -#}
+{% macro _ivm_delta_join_deletes(plan, repair) %}
+  {%- set deleting = [] -%}
   {%- set names = [] -%}
   {%- for p in plan if p.changed and (repair or p.get('old', 0) > 0) -%}
+    {%- do deleting.append(p) -%}
     {%- for h in p.up.hidden -%}{%- do names.append(h.name) -%}{%- endfor -%}
   {%- endfor -%}
-  {{ return(names) }}
+  {%- if deleting | length == 1 and deleting[0].up.kind == 'change_log' and deleting[0].up.hidden -%}
+    {%- set p = deleting[0] -%}
+    {%- set renamed = [] -%}
+    {%- for h in p.up.hidden -%}{%- do renamed.append(dbt_ivm._ivm_quote(h.column) ~ ' as ' ~ h.name) -%}{%- endfor -%}
+    {{ return({'identity': names, 'keys': '(select ' ~ renamed | join(', ') ~ ' from ' ~ p.change_view ~ ' __ivm_c)'}) }}
+  {%- endif -%}
+  {{ return({'identity': names, 'keys': none}) }}
 {% endmacro %}
 
 {% macro _ivm_delta_set_list(columns) %}
@@ -158,19 +177,15 @@ when not matched and not __ivm_s.__ivm_del then insert {{ dbt_ivm._ivm_delta_ins
 {% endmacro %}
 
 {#- Full build as a Delta table, in one commit (CREATE OR REPLACE keeps the table's history,
-    so readers switch from the old to the new content atomically). The change data feed is
-    enabled, so downstream ivm models read this table's changes through it; deletion
-    vectors are enabled, so a MERGE that deletes or updates a few rows does not rewrite
-    whole files; `properties` adds table properties (the model's tblproperties,
-    dbt_ivm.row_key); `location` (from location_root) makes it an external table. -#}
+    so readers switch from the old to the new content atomically). `properties`: its table
+    properties (the materialization sets delta.enableDeletionVectors and
+    delta.enableChangeDataFeed, the model's tblproperties, dbt_ivm.row_key); `location`
+    (from location_root) makes it an external table. -#}
 {% macro ivm_delta_build_sql(target, build_sql, partition_by, properties={}, location=none) %}
   {{ return(adapter.dispatch('ivm_delta_build_sql', 'dbt_ivm')(target, build_sql, partition_by, properties, location)) }}
 {% endmacro %}
 
 {% macro default__ivm_delta_build_sql(target, build_sql, partition_by, properties={}, location=none) %}
-  {%- set props = {'delta.enableDeletionVectors': 'true'} -%}
-  {%- do props.update(properties) -%}
-  {%- do props.update({'delta.enableChangeDataFeed': 'true'}) -%}
   {%- set sql -%}
 create or replace table {{ target }} using delta
 {%- if partition_by %}
@@ -179,7 +194,7 @@ partitioned by ({{ dbt_ivm._ivm_quote_all(partition_by) | join(', ') }})
 {%- if location %}
 location {{ dbt_ivm._ivm_string_literal(location) }}
 {%- endif %}
-{{ dbt_ivm._ivm_tblproperties(props) }}
+{{ dbt_ivm._ivm_tblproperties(properties) }}
 as {{ build_sql }}
   {%- endset -%}
   {{ return(sql) }}
@@ -199,15 +214,22 @@ as {{ build_sql }}
 {% endmacro %}
 
 {#- Apply a staged change (see _ivm_refresh_incremental) to a Delta table in one statement.
-    Returns the number of rows deleted (counted when the change was staged). -#}
+    Returns {'deleted', 'inserted'}: the rows it removed and added, from the statement's
+    own metrics (an updated row counts as one of each). -#}
 {% macro ivm_apply_delta(target, target_columns, stage, plan, repair) %}
   {{ return(adapter.dispatch('ivm_apply_delta', 'dbt_ivm')(target, target_columns, stage, plan, repair)) }}
 {% endmacro %}
 
 {% macro default__ivm_apply_delta(target, target_columns, stage, plan, repair) %}
   {%- set sql = dbt_ivm._ivm_delta_apply_sql(target, target_columns, stage, plan, repair) -%}
-  {%- call statement('main') -%}{{ sql }}{%- endcall -%}
-  {{ return(stage.rows_deleted if stage.rewrite else 0) }}
+  {%- call statement('main', fetch_result=true) -%}{{ sql }}{%- endcall -%}
+  {%- set result = load_result('main') -%}
+  {%- set metrics = {} -%}
+  {%- if result and result.table and result.table.rows -%}
+    {%- for name in result.table.column_names -%}{%- do metrics.update({name | lower: result.table.rows[0][loop.index0]}) -%}{%- endfor -%}
+  {%- endif -%}
+  {%- set updated = metrics.get('num_updated_rows') or 0 -%}
+  {{ return({'deleted': (metrics.get('num_deleted_rows') or 0) + updated, 'inserted': (metrics.get('num_inserted_rows') or 0) + updated}) }}
 {% endmacro %}
 
 {#- The one statement that applies a staged change to a Delta table. -#}
@@ -218,15 +240,16 @@ as {{ build_sql }}
     {{ return(dbt_ivm.ivm_delta_aggregate_merge_sql(target, columns, d.merged_view, d['keys'])) }}
   {%- elif d.get('kind') == 'slices' -%}
     {#- a keyed view's slices: the join MERGE with the slice key as the identity -#}
-    {{ return(dbt_ivm.ivm_delta_join_merge_sql(target, target_columns, stage.insert_view, stage.predicates, d['keys'])) }}
+    {{ return(dbt_ivm.ivm_delta_join_merge_sql(target, target_columns, stage.insert_view, d['keys'], d.affected_view)) }}
   {%- elif d.get('kind') == 'recompute' -%}
     {{ return(dbt_ivm.ivm_delta_recompute_merge_sql(target, columns, d.affected_view, stage.insert_view, d['keys'])) }}
   {%- elif not stage.rewrite -%}
     {{ return('insert into ' ~ target ~ ' (' ~ dbt_ivm._ivm_quote_all(columns) | join(', ') ~ ') select ' ~
-        dbt_ivm._ivm_quote_all(columns) | join(', ') ~ ' from ' ~ stage.insert_view) }}
+        dbt_ivm._ivm_quote_all(columns) | join(', ') ~ ' from ' ~ stage.insert_view ~ ' __ivm_i') }}
   {%- endif -%}
-  {{ return(dbt_ivm.ivm_delta_join_merge_sql(target, target_columns, stage.insert_view, stage.predicates,
-      dbt_ivm._ivm_delta_join_identity(plan, repair))) }}
+  {%- set deletes = dbt_ivm._ivm_delta_join_deletes(plan, repair) -%}
+  {{ return(dbt_ivm.ivm_delta_join_merge_sql(target, target_columns, stage.insert_view, deletes.identity, deletes['keys'],
+      stage.predicates)) }}
 {% endmacro %}
 
 {#- Full build of a Delta table: one CREATE OR REPLACE TABLE (an existing relation that is

@@ -35,12 +35,15 @@ select {{ cols | join(', ') }} from {{ insert_view }}
   {{ return(sql) }}
 {% endmacro %}
 
-{#- described: the rows of the table's DESCRIBE TABLE EXTENDED when the caller read them (else read here) -#}
+{#- described: the rows of the table's DESCRIBE TABLE EXTENDED when the caller read them (else
+    read here). Returns the location the table left (the previous generation, kept on disk
+    until the next rewrite). -#}
 {% macro ivm_apply_rewrite(target, columns, insert_view, predicates, described=none) %}
   {{ return(adapter.dispatch('ivm_apply_rewrite', 'dbt_ivm')(target, columns, insert_view, predicates, described)) }}
 {% endmacro %}
 
 {% macro default__ivm_apply_rewrite(target, columns, insert_view, predicates, described=none) %}
+  {%- set previous = dbt_ivm._ivm_table_location(target, described) -%}
   {%- set next_location = dbt_ivm._ivm_next_generation(target, target, described=described) -%}
   {%- call statement('main') -%}
     insert overwrite directory '{{ next_location }}' using parquet
@@ -48,6 +51,7 @@ select {{ cols | join(', ') }} from {{ insert_view }}
   {%- endcall -%}
   {#- Spark's SET LOCATION refreshes the table's cached metadata and data itself -#}
   {%- do run_query('alter table ' ~ target ~ " set location '" ~ next_location ~ "'") -%}
+  {{ return(previous) }}
 {% endmacro %}
 
 {#- Build an unpartitioned table into its next generation directory, then (re)create the
@@ -115,8 +119,13 @@ select {{ cols | join(', ') }} from {{ insert_view }}
 {% endmacro %}
 
 {#- Partitioned table: overwrite only the partitions that lose or gain rows, then drop the
-    ones left empty (dynamic overwrite never empties a partition). Returns rows deleted. -#}
+    ones left empty (dynamic overwrite never empties a partition). The rows to insert are
+    cached first (read twice: their partitions, then the overwrite). Returns {'deleted'}. -#}
 {% macro _ivm_rewrite_partitions(target, target_columns, insert_view, predicates, partition_by) %}
+  {%- set cached = '__ivm_' ~ modules.re.sub('[^A-Za-z0-9_]', '_', target.identifier) ~ '_ins' -%}
+  {%- do run_query('create or replace temporary view ' ~ cached ~ ' as select * from ' ~ insert_view ~ ' __ivm_i') -%}
+  {%- do run_query('cache lazy table ' ~ cached) -%}
+  {%- set insert_view = cached -%}
   {%- set pcols = dbt_ivm._ivm_quote_all(partition_by) -%}
   {%- set columns = target_columns | map(attribute='name') | list -%}
   {%- set types = {} -%}
@@ -148,7 +157,8 @@ select {{ cols | join(', ') }} from {{ insert_view }}
   {%- if not affected -%}
     {#- the changed keys have no rows in the table and nothing is inserted -#}
     {%- call statement('main') -%}select 'no rows affected' as dbt_ivm_refresh{%- endcall -%}
-    {{ return(0) }}
+    {%- do run_query('drop view ' ~ cached) -%}
+    {{ return({'deleted': 0}) }}
   {%- endif -%}
   {%- set in_affected = [] -%}
   {%- for values in affected.values() -%}
@@ -161,5 +171,6 @@ select {{ cols | join(', ') }} from {{ insert_view }}
     {%- do in_affected.append('(' ~ match | join(' and ') ~ ')') -%}
   {%- endfor -%}
   {%- do dbt_ivm.ivm_apply_partition_rewrite(target, columns, insert_view, predicates, '(' ~ in_affected | join(' or ') ~ ')', emptied) -%}
-  {{ return(ns.deleted) }}
+  {%- do run_query('drop view ' ~ cached) -%}
+  {{ return({'deleted': ns.deleted}) }}
 {% endmacro %}

@@ -28,18 +28,8 @@
       {%- set rows = run_query(dbt_ivm._ivm_delta_version_sql(up)).rows -%}
       {%- do versions.update({up.name: (rows[0][0] | string) if rows else none}) -%}
       {%- do exprs.append('null as v' ~ loop.index0) -%}
-    {%- elif up.get('feed') == 'diff' -%}
-      {%- do exprs.append(dbt_ivm._ivm_diff_version_sql(up) ~ ' as v' ~ loop.index0) -%}
-    {%- elif up.get('feed') == 'ivm' -%}
-      {#- another ivm model stored as parquet: the stamp of its latest successful refresh
-          (its change log may hold rows of an attempt that has not succeeded) -#}
-      {%- do exprs.append(dbt_ivm._ivm_upstream_version_sql(up) ~ ' as v' ~ loop.index0) -%}
-    {%- elif up.kind == 'change_log' -%}
-      {#- rows without a version belong to no window: counted in the same scan, as 'null:<rows>' (IVM061) -#}
-      {%- do exprs.append('(select if(count_if(_commit_version is null) > 0, concat(\'null:\', count_if(_commit_version is null)), '
-          ~ 'cast(max(_commit_version) as string)) from ' ~ up.change_log ~ ') as v' ~ loop.index0) -%}
     {%- else -%}
-      {%- do exprs.append('(select cast(max(' ~ dbt_ivm._ivm_quote(up.watermark) ~ ') as string) from ' ~ up.relation ~ ') as v' ~ loop.index0) -%}
+      {%- do exprs.append(dbt_ivm._ivm_version_expr(up) ~ ' as v' ~ loop.index0) -%}
     {%- endif -%}
   {%- endfor -%}
   {#- the refresh history of ivm upstreams since the stored version, in the same query -#}
@@ -49,6 +39,23 @@
     {%- do exprs.append(dbt_ivm._ivm_upstream_history_sql(up, up.after) ~ ' as h' ~ loop.index0) -%}
   {%- endfor -%}
   {{ return({'versions': versions, 'columns': exprs, 'upstreams': upstreams, 'history': history}) }}
+{% endmacro %}
+
+{#- The current version of an upstream that is not read through Delta's change data feed,
+    as a scalar subquery (a string). -#}
+{% macro _ivm_version_expr(up) %}
+  {%- if up.get('feed') == 'diff' -%}
+    {{ return(dbt_ivm._ivm_diff_version_sql(up)) }}
+  {%- elif up.get('feed') == 'ivm' -%}
+    {#- another ivm model stored as parquet: the stamp of its latest successful refresh
+        (its change log may hold rows of an attempt that has not succeeded) -#}
+    {{ return(dbt_ivm._ivm_upstream_version_sql(up)) }}
+  {%- elif up.kind == 'change_log' -%}
+    {#- rows without a version belong to no window: counted in the same scan, as 'null:<rows>' (IVM061) -#}
+    {{ return('(select if(count_if(_commit_version is null) > 0, concat(\'null:\', count_if(_commit_version is null)), '
+        ~ 'cast(max(_commit_version) as string)) from ' ~ up.change_log ~ ')') }}
+  {%- endif -%}
+  {{ return('(select cast(max(' ~ dbt_ivm._ivm_quote(up.watermark) ~ ') as string) from ' ~ up.relation ~ ')') }}
 {% endmacro %}
 
 {#- Complete read.versions (and each history upstream's history) from `row`, whose first
@@ -176,15 +183,17 @@ where ({{ problem }}) is not null or ((not f.__ivm_is_new or l.__ivm_is_new)
   {{ return(upstreams | selectattr('kind', 'equalto', 'change_log') | rejectattr('feed', 'in', ['delta', 'diff']) | list) }}
 {% endmacro %}
 
-{#- True when a change log read ahead advanced past the versions a refresh fixed at its start. -#}
-{% macro _ivm_logs_advanced(upstreams, versions) %}
-  {%- set logged = dbt_ivm._ivm_read_ahead_upstreams(upstreams) -%}
-  {%- if not logged -%}{{ return(false) }}{%- endif -%}
-  {%- set now = dbt_ivm.ivm_current_versions(logged) -%}
-  {%- for up in logged if now[up.name] != versions[up.name] -%}
-    {{ return(true) }}
+{#- Whether a change log read ahead advanced past the versions a refresh fixed at its start:
+    a SQL boolean, evaluated in the statement that logs the refresh (after its reads), or
+    none when the refresh reads no upstream ahead. -#}
+{% macro _ivm_logs_advanced_sql(upstreams, versions) %}
+  {%- set moved = [] -%}
+  {%- for up in dbt_ivm._ivm_read_ahead_upstreams(upstreams) -%}
+    {%- set v = versions[up.name] -%}
+    {%- do moved.append('not (' ~ dbt_ivm._ivm_version_expr(up) ~ ' <=> ' ~ (dbt_ivm._ivm_string_literal(v) if v is not none
+        else 'cast(null as string)') ~ ')') -%}
   {%- endfor -%}
-  {{ return(false) }}
+  {{ return(moved | join(' or ') or none) }}
 {% endmacro %}
 
 {#- Delta change data feed (upstreams declared {change_feed: delta}). -#}

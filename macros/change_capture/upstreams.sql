@@ -232,6 +232,11 @@
   {%- if settings.get('file_format') == 'delta' or (model.config.get('meta') or {}).get('ivm') or (model.get('meta') or {}).get('ivm') -%}
     {{ return(false) }}
   {%- endif -%}
+  {{ return(dbt_ivm._ivm_has_ivm_dependents(model)) }}
+{% endmacro %}
+
+{#- Whether an ivm model of the project reads this model (through ref()). -#}
+{% macro _ivm_has_ivm_dependents(model) %}
   {%- for node in graph.nodes.values() if node.resource_type == 'model' and node.config.get('materialized') == 'ivm' -%}
     {%- if model.unique_id in node.depends_on.nodes -%}{{ return(true) }}{%- endif -%}
   {%- endfor -%}

@@ -10,7 +10,8 @@
     the fixed versions v. Deleting by key and re-inserting from the fixed versions makes a
     re-applied refresh give the same table, which is how interrupted refreshes repair. -#}
 
-{#- plan: list of per-upstream dicts {up, columns, from, to, changed, change_view, has_new}. -#}
+{#- plan: list of per-upstream dicts {up, columns, from, to, changed, change_view (the netted
+    change set as a relation in FROM), has_new, broadcast}. -#}
 {% macro ivm_join_insert_sql(template, plan) %}
   {{ return(adapter.dispatch('ivm_join_insert_sql', 'dbt_ivm')(template, plan)) }}
 {% endmacro %}
@@ -34,7 +35,7 @@
     {%- set relations = {} -%}
     {%- for q in plan -%}
       {%- if q is sameas p -%}
-        {%- do relations.update({q.index: dbt_ivm._ivm_new_images_sql(q)}) -%}
+        {%- do relations.update({q.index: dbt_ivm._ivm_broadcast(q, dbt_ivm._ivm_new_images_sql(q))}) -%}
       {%- elif q.changed and q.index < p.index -%}
         {%- do relations.update({q.index: dbt_ivm._ivm_unchanged_rows_sql(q)}) -%}
       {%- else -%}
@@ -61,7 +62,7 @@
         {%- set halves = [] -%}
         {%- if p.has_new -%}{%- do halves.append('select *, 1 as __ivm_sign from ' ~ dbt_ivm._ivm_new_images_sql(p) ~ ' __ivm_n') -%}{%- endif -%}
         {%- if p.old > 0 -%}{%- do halves.append('select *, -1 as __ivm_sign from ' ~ dbt_ivm._ivm_old_images_sql(p) ~ ' __ivm_o') -%}{%- endif -%}
-        {%- do relations.update({q.index: '(' ~ halves | join(' union all ') ~ ')'}) -%}
+        {%- do relations.update({q.index: dbt_ivm._ivm_broadcast(p, '(' ~ halves | join(' union all ') ~ ')')}) -%}
       {%- elif q.changed and q.index > p.index -%}
         {%- do relations.update({q.index: '(select *, 1 as __ivm_sign from ' ~ dbt_ivm._ivm_old_version_sql(q) ~ ' __ivm_r)'}) -%}
       {%- else -%}
@@ -105,7 +106,7 @@
       {%- do match.append('__ivm_s.' ~ dbt_ivm._ivm_quote(k) ~ ' <=> __ivm_k.' ~ dbt_ivm._ivm_quote(k)) -%}
     {%- endfor -%}
     {{ return('(select __ivm_s.* from ' ~ dbt_ivm.ivm_snapshot_sql(p.up, p.columns, p.to) ~ ' __ivm_s left anti join ' ~
-        p.change_view ~ ' __ivm_k on ' ~ match | join(' and ') ~ ')') }}
+        dbt_ivm._ivm_broadcast(p, p.change_view) ~ ' __ivm_k on ' ~ match | join(' and ') ~ ')') }}
   {%- endif -%}
   {{ return(dbt_ivm.ivm_snapshot_sql(p.up, p.columns, p['from'])) }}
 {% endmacro %}
@@ -136,7 +137,8 @@
       {%- for h in p.up.hidden -%}
         {%- do match.append(alias ~ '.' ~ h.name ~ ' <=> ' ~ k ~ '.' ~ dbt_ivm._ivm_quote(h.column)) -%}
       {%- endfor -%}
-      {%- do joins.append('left join (select ' ~ keys ~ ', true as __ivm_hit from ' ~ p.change_view ~ ') ' ~ k ~ ' on ' ~ match | join(' and ')) -%}
+      {%- set hits = dbt_ivm._ivm_broadcast(p, '(select ' ~ keys ~ ', true as __ivm_hit from ' ~ p.change_view ~ ' __ivm_h)') -%}
+      {%- do joins.append('left join ' ~ hits ~ ' ' ~ k ~ ' on ' ~ match | join(' and ')) -%}
       {%- do flags.append(k ~ '.__ivm_hit is not null') -%}
     {%- elif p['from'] is not none -%}
       {%- set stored = dbt_ivm._ivm_version_literal(p.up, p['from'], p.columns) -%}

@@ -64,6 +64,8 @@
     {%- set build_sql = dbt_ivm._ivm_fill_relations(inputs.template, relations) -%}
   {%- endif -%}
   {%- do entry.update({'path': 'full', 'reason': reason}) -%}
+  {#- a refresh of this shape deletes rows by key (see _ivm_build_full) -#}
+  {%- do settings.update({'row_level': analysis.shape in ('join_only', 'keyed')}) -%}
   {%- set definition = dbt_ivm._ivm_checked_definition(analysis.parsed, sql, settings.file_format) -%}
   {%- do dbt_ivm._ivm_build_full(target, existing, build_sql, definition, settings, entry) -%}
 {% endmacro %}

@@ -46,6 +46,15 @@
   {%- do run_query('create or replace view ' ~ definition_view ~ ' as ' ~ definition.sql) -%}
   {%- set row_key = definition.columns if entry.get('row_key') == 'visible' else entry.get('row_key') -%}
   {%- set properties = {} -%}
+  {%- if settings.get('file_format') == 'delta' -%}
+    {#- deletion vectors where a refresh deletes a few rows of a large table by key (joins,
+        keyed slices): a MERGE then writes only which rows went. Small aggregate tables
+        without them: a MERGE whose source reads the table is several times slower with
+        them. The change data feed only when ivm models read the table: recording it
+        makes every MERGE write the images of the rows it changes. -#}
+    {%- do properties.update({'delta.enableDeletionVectors': 'true' if settings.get('row_level') else 'false',
+                              'delta.enableChangeDataFeed': 'true' if dbt_ivm._ivm_has_ivm_dependents(model) else 'false'}) -%}
+  {%- endif -%}
   {%- do properties.update(settings.tblproperties) -%}
   {%- if row_key -%}{%- do properties.update({'dbt_ivm.row_key': row_key | join(',')}) -%}{%- endif -%}
   {%- if settings.get('file_format') == 'delta' -%}
@@ -81,8 +90,9 @@
   {%- endif -%}
   {%- set columns = entry.get('columns') or {} -%}
   {%- do columns.update({'.': dbt_ivm._ivm_columns_signature(adapter.get_columns_in_relation(target))}) -%}
-  {%- do entry.update({'status': 'success', 'rows_inserted': rows, 'rows_deleted': 0, 'columns': columns,
-                       'logs_advanced': dbt_ivm._ivm_logs_advanced(entry.get('watch', []), entry.get('versions_to', {})),
+  {%- set advanced = dbt_ivm._ivm_logs_advanced_sql(entry.get('watch', []), entry.get('versions_to', {})) -%}
+  {%- do entry.update({'status': 'success', 'rows_inserted': rows, 'rows_deleted': 0, 'columns': columns, 'logs_advanced': false,
+                       'sql': {'logs_advanced': advanced} if advanced else {},
                        'duration_s': dbt_ivm._ivm_seconds_since(entry.started_at)}) -%}
   {%- do dbt_ivm.ivm_log_refresh(model, target, entry) -%}
   {{ log('dbt_ivm: ' ~ model.name ~ ': full build (' ~ entry.reason ~ '), ' ~ rows ~ ' rows', info=true) }}
@@ -183,28 +193,29 @@
 {% endmacro %}
 
 {#- Apply the changes since the stored versions. spec: none for a join-only view, else
-    the aggregate spec (_ivm_aggregate_spec). Returns none, or the reason to rebuild the
-    table in full instead: the change is larger than ivm_rebuild_above of the upstreams, or on
-    parquet the cost estimate (_ivm_parquet_cost) finds a rebuild cheaper. -#}
+    the aggregate or keyed spec. Returns none, or the reason to rebuild the table in full
+    instead: the change is larger than ivm_rebuild_above of the upstreams, or on parquet
+    the cost estimate (_ivm_parquet_cost) finds a rebuild cheaper.
+    Statements: one query counts the netted change of every changed upstream (and checks
+    it, see _ivm_change_problem_sql); the apply reads the change sets inline, in one
+    statement on Delta (whose metrics give the rows deleted and inserted) and in one write
+    plus a metastore switch on parquet (whose counts the refresh log row computes). -#}
 {% macro _ivm_refresh_incremental(model, target, template, spec, plan, state, settings, entry) %}
   {%- set versions_from = state.last_success.versions -%}
-  {%- set scratch = dbt_ivm._ivm_scratch_names(target, plan) -%}
-  {%- set temp_views = [] -%}
   {%- set counters = [] -%}
+  {%- set delta = settings.file_format == 'delta' -%}
   {#- the diff capture's seconds and scan (see _ivm_capture_diffs), if any, stay in the log row -#}
   {%- set phases = entry.get('phase_s') or {} -%}
   {%- set clock = namespace(t=modules.datetime.datetime.utcnow()) -%}
   {%- for p in plan -%}
     {%- set after = versions_from.get(p.up.name) -%}
-    {%- do p.update({'from': after, 'to': entry.versions_to[p.up.name], 'change_view': none, 'old': 0, 'has_new': false}) -%}
+    {%- do p.update({'from': after, 'to': entry.versions_to[p.up.name], 'change_view': none, 'old': 0, 'has_new': false,
+                     'broadcast': false}) -%}
     {%- do p.update({'changed': p['from'] != p.to}) -%}
     {%- if p.changed and p.up.kind == 'change_log' -%}
-      {%- set view = scratch.chg[p.up.short] -%}
-      {%- do temp_views.append(view) -%}
-      {%- do p.update({'change_view': view}) -%}
-      {%- do dbt_ivm._ivm_cache_view(view, dbt_ivm.ivm_netted_changes_sql(p.up, p.columns, after, p.to, spec is not none), scratch) -%}
+      {%- do p.update({'change_view': '(' ~ dbt_ivm.ivm_netted_changes_sql(p.up, p.columns, after, p.to, spec is not none) ~ ')'}) -%}
       {%- do counters.append('(select named_struct(\'rows\', count(*), \'old\', count_if(__ivm_old), \'new\', count_if(__ivm_new), '
-          ~ '\'problem\', min(__ivm_problem), \'problems\', count(__ivm_problem)) from ' ~ view ~ ')') -%}
+          ~ '\'problem\', min(__ivm_problem), \'problems\', count(__ivm_problem)) from ' ~ p.change_view ~ ' __ivm_c)') -%}
     {%- elif p.changed -%}
       {#- the same struct type as a change log's counter: array() needs one element type -#}
       {%- do counters.append('(select named_struct(\'rows\', count(*), \'old\', 0L, \'new\', count(*), '
@@ -215,31 +226,28 @@
   {%- set change_rows = {} -%}
   {%- set nv = namespace(rows=0, old=0, base=0) -%}
   {%- set sizes = {} -%}
-  {%- if counters -%}
+  {%- set sized = [] -%}
+  {%- for p in plan if settings.rebuild_above and (p.changed or not delta) -%}
+    {%- do sized.append(dbt_ivm._ivm_string_literal(p.up.name) ~ ', (select count(*) from ' ~ p.up.relation ~ ')') -%}
+  {%- endfor -%}
+  {%- if not delta -%}{%- do sized.append("'.', (select count(*) from " ~ target ~ ')') -%}{%- endif -%}
+  {%- if counters or sized -%}
     {#- row counts in the same query (parquet and Delta answer count(*) from metadata): of the
-        changed upstreams for the rebuild threshold; on parquet of every upstream and of the
-        table too, for the cost estimate -#}
-    {%- set sized = [] -%}
-    {%- if settings.rebuild_above -%}
-      {%- set parquet = settings.file_format != 'delta' -%}
-      {%- for p in plan if p.changed or parquet -%}
-        {%- do sized.append(dbt_ivm._ivm_string_literal(p.up.name) ~ ', (select count(*) from ' ~ p.up.relation ~ ')') -%}
-      {%- endfor -%}
-      {%- if parquet -%}{%- do sized.append("'.', (select count(*) from " ~ target ~ ')') -%}{%- endif -%}
-    {%- endif -%}
+        changed upstreams for the rebuild threshold; on parquet of every upstream for the
+        cost estimate, and of the table, from which the refresh log row counts the rows a
+        write added -#}
     {%- set answer = run_query('select to_json(array(' ~ counters | join(', ') ~ '))'
         ~ (', to_json(map(' ~ sized | join(', ') ~ '))' if sized else '')).rows[0] -%}
     {%- do sizes.update(fromjson(answer[1]) if sized else {}) -%}
     {%- for c in fromjson(answer[0]) -%}
       {%- set p = changed[loop.index0] -%}
       {%- if c.get('problem') -%}
-        {%- do dbt_ivm._ivm_drop_temp_views(temp_views) -%}
         {%- set more = (' (and ' ~ (c.problems - 1) ~ ' more key(s))') if c.problems > 1 else '' -%}
         {{ exceptions.raise_compiler_error(dbt_ivm._ivm_change_data_error(model.name, c.problem[:6], p.up.name,
             'In ' ~ (p.up.change_log or p.up.relation) ~ ', versions after ' ~ (p['from'] if p['from'] is not none else 'the start')
             ~ ' up to ' ~ p.to ~ ': ' ~ c.problem[7:] ~ more ~ '.')) }}
       {%- endif -%}
-      {%- do p.update({'has_new': c.new > 0, 'old': c.old}) -%}
+      {%- do p.update({'has_new': c.new > 0, 'old': c.old, 'broadcast': c.rows <= dbt_ivm._ivm_broadcast_rows()}) -%}
       {%- do change_rows.update({p.up.name: c.rows}) -%}
       {%- set nv.rows = nv.rows + c.rows -%}
       {%- set nv.old = nv.old + c.old -%}
@@ -251,7 +259,6 @@
       changed | length ~ ' upstream(s)') -%}
 
   {%- if settings.rebuild_above and nv.rows > 0 and nv.rows > settings.rebuild_above * nv.base -%}
-    {%- do dbt_ivm._ivm_drop_temp_views(temp_views) -%}
     {%- set share = (100.0 * nv.rows / [nv.base, 1] | max) | round(1) -%}
     {{ return(nv.rows ~ ' changed rows = ' ~ share ~ '% of the ' ~ nv.base ~
         ' rows of the changed upstreams, above ivm_rebuild_above=' ~ settings.rebuild_above ~ ': rebuilding is cheaper') }}
@@ -260,7 +267,6 @@
   {%- if nv.rows == 0 and not state.repair -%}
     {%- call statement('main') -%}select 'no changes' as dbt_ivm_refresh{%- endcall -%}
     {%- set reason = 'no upstream changes' if not changed else 'upstream changes cancel out' -%}
-    {%- do dbt_ivm._ivm_drop_temp_views(temp_views) -%}
     {%- do dbt_ivm._ivm_lap(phases, 'bookkeeping', clock) -%}
     {%- do entry.update({'table_version': (state.last_success or {}).get('table_version'), 'changes_logged': true}) -%}
     {%- do entry.columns.update({'.': (state.last_success.get('columns') or {}).get('.')}) -%}
@@ -271,33 +277,30 @@
     {{ return(none) }}
   {%- endif -%}
 
-  {%- if '.' in sizes -%}
+  {%- if settings.rebuild_above and not delta -%}
     {%- set costly = dbt_ivm._ivm_parquet_cost(plan, change_rows, sizes, spec, spec is not none or nv.old > 0 or state.repair,
         settings.partition_by | length > 0) -%}
-    {%- if costly -%}
-      {%- do dbt_ivm._ivm_drop_temp_views(temp_views) -%}
-      {{ return(costly) }}
-    {%- endif -%}
+    {%- if costly -%}{{ return(costly) }}{%- endif -%}
   {%- endif -%}
 
-  {#- described once: its columns here, its location for a parquet rewrite -#}
+  {#- described once: its columns here, its location for a parquet rewrite, its properties on Delta -#}
   {%- set described = run_query('describe extended ' ~ target).rows -%}
   {%- set target_columns = dbt_ivm._ivm_described_columns(described) -%}
   {%- set columns = target_columns | map(attribute='name') | list -%}
   {%- set table_columns = dbt_ivm._ivm_columns_signature(target_columns) -%}
   {%- set stored = (state.last_success.get('columns') or {}).get('.') -%}
   {%- if stored is not none and stored != table_columns -%}
-    {%- do dbt_ivm._ivm_drop_temp_views(temp_views) -%}
     {{ return('the columns of the table changed outside dbt_ivm since the last refresh (' ~ stored ~ ' -> ' ~ table_columns ~ ')') }}
   {%- endif -%}
   {%- do entry.columns.update({'.': table_columns}) -%}
+  {%- if delta -%}{%- do dbt_ivm._ivm_delta_feed_for_dependents(model, target, described) -%}{%- endif -%}
+  {%- set rewrite = nv.old > 0 or state.repair is not none -%}
   {%- if spec is none -%}
-    {%- set stage = dbt_ivm._ivm_stage_join_changes(target, template, plan, state, scratch, temp_views, nv.old > 0 or state.repair,
-        settings.file_format == 'delta' or not settings.partition_by) -%}
+    {%- set stage = dbt_ivm._ivm_stage_join_changes(target, template, plan, state, rewrite) -%}
   {%- elif spec.kind == 'keyed' -%}
-    {%- set stage = dbt_ivm._ivm_stage_keyed_changes(spec, target, plan, scratch, temp_views, settings.file_format) -%}
+    {%- set stage = dbt_ivm._ivm_stage_keyed_changes(spec, target, plan, settings.file_format) -%}
   {%- else -%}
-    {%- set stage = dbt_ivm._ivm_stage_aggregate_changes(spec, target, target_columns, plan, scratch, temp_views, nv.old > 0,
+    {%- set stage = dbt_ivm._ivm_stage_aggregate_changes(spec, target, target_columns, plan, nv.old > 0,
         settings.partition_by | length > 0) -%}
   {%- endif -%}
   {%- set steps = [] -%}
@@ -307,9 +310,9 @@
   {%- endfor -%}
   {%- do entry.update({'message': (steps | sort + ([entry.message] if entry.get('message') else [])) | join('; ')}) -%}
   {%- set reason = ((state.repair ~ ', re-applying by key; ') if state.repair else '') ~ stage.reason -%}
-  {%- do dbt_ivm._ivm_lap(phases, 'delta', clock, model.name ~ ': computed the change (' ~ stage.reason ~ ')') -%}
+  {%- do dbt_ivm._ivm_lap(phases, 'delta', clock, model.name ~ ': planned the change (' ~ stage.reason ~ ')') -%}
   {%- do entry.update({'status': 'started', 'path': 'incremental', 'reason': reason, 'changes_logged': settings.get('change_log') is not none}) -%}
-  {%- if settings.get('file_format') == 'delta' -%}
+  {%- if delta -%}
     {#- an incremental refresh of a delta model: its table is Delta (the definition hash
         covers the format, so a former parquet table was rebuilt) -#}
     {%- do entry.update({'table_version': dbt_ivm._ivm_delta_table_version(target)}) -%}
@@ -320,28 +323,57 @@
   {%- endif -%}
   {%- do dbt_ivm._ivm_lap(phases, 'bookkeeping', clock) -%}
 
-  {%- if settings.get('file_format') == 'delta' -%}
-    {%- set rows_deleted = dbt_ivm.ivm_apply_delta(target, target_columns, stage, plan, state.repair is not none) -%}
+  {%- set counted = {} -%}
+  {%- do entry.update({'sql': {}}) -%}
+  {%- if delta -%}
+    {%- set rows = dbt_ivm.ivm_apply_delta(target, target_columns, stage, plan, state.repair is not none) -%}
+    {%- do counted.update({'rows_deleted': rows.deleted, 'rows_inserted': rows.inserted}) -%}
   {%- elif not stage.rewrite -%}
     {%- do dbt_ivm.ivm_apply_append(target, columns, stage.insert_view) -%}
-    {%- set rows_deleted = 0 -%}
+    {%- do counted.update({'rows_deleted': 0}) -%}
+    {%- do entry.sql.update({'rows_inserted': '(select count(*) from ' ~ target ~ ') - ' ~ sizes['.']}) -%}
   {%- elif settings.partition_by -%}
-    {%- set rows_deleted = dbt_ivm._ivm_rewrite_partitions(target, target_columns, stage.insert_view, stage.predicates, settings.partition_by) -%}
+    {%- set rows = dbt_ivm._ivm_rewrite_partitions(target, target_columns, stage.insert_view, stage.predicates, settings.partition_by) -%}
+    {%- do counted.update({'rows_deleted': rows.deleted}) -%}
+    {%- do entry.sql.update({'rows_inserted': '(select count(*) from ' ~ target ~ ') - ' ~ (sizes['.'] - rows.deleted)}) -%}
   {%- else -%}
-    {%- set rows_deleted = stage.rows_deleted -%}
-    {%- do dbt_ivm.ivm_apply_rewrite(target, columns, stage.insert_view, stage.predicates, described) -%}
+    {%- set previous = dbt_ivm.ivm_apply_rewrite(target, columns, stage.insert_view, stage.predicates, described) -%}
+    {#- the rows the rewrite left out, counted in the generation it replaced (kept on disk until the next rewrite) -#}
+    {%- set deleted = '(select count(*) from parquet.`' ~ previous ~ '` __ivm_v ' ~ stage.predicates.joins | join(' ')
+        ~ ' where ' ~ stage.predicates.flag ~ ')' -%}
+    {%- do entry.sql.update({'rows_deleted': deleted,
+                             'rows_inserted': '(select count(*) from ' ~ target ~ ') - ' ~ sizes['.'] ~ ' + ' ~ deleted}) -%}
   {%- endif -%}
-  {%- do dbt_ivm._ivm_drop_temp_views(temp_views) -%}
-  {%- do dbt_ivm._ivm_lap(phases, 'apply', clock, model.name ~ ': applied -' ~ rows_deleted ~ ' +' ~ stage.rows_inserted ~ ' rows') -%}
-  {%- set advanced = dbt_ivm._ivm_logs_advanced(plan | map(attribute='up') | list, entry.versions_to) if stage.reads_upstreams else false -%}
-  {%- do dbt_ivm._ivm_lap(phases, 'bookkeeping', clock) -%}
-  {%- do entry.update({'status': 'success', 'rows_inserted': stage.rows_inserted, 'rows_deleted': rows_deleted,
-                       'logs_advanced': advanced, 'phase_s': phases,
+  {%- do dbt_ivm._ivm_lap(phases, 'apply', clock, model.name ~ ': applied' ~ (' -' ~ counted.rows_deleted ~ ' +' ~ counted.rows_inserted
+      ~ ' rows' if 'rows_inserted' in counted else ' (rows counted in the refresh log)')) -%}
+  {%- set advanced = dbt_ivm._ivm_logs_advanced_sql(plan | map(attribute='up') | list, entry.versions_to) if stage.reads_upstreams else none -%}
+  {%- if advanced -%}{%- do entry.sql.update({'logs_advanced': advanced}) -%}{%- endif -%}
+  {%- do entry.update(counted) -%}
+  {%- do entry.update({'status': 'success', 'logs_advanced': false, 'phase_s': phases,
                        'duration_s': dbt_ivm._ivm_seconds_since(entry.started_at)}) -%}
   {%- do dbt_ivm.ivm_log_refresh(model, target, entry) -%}
-  {{ log('dbt_ivm: ' ~ model.name ~ ': incremental (' ~ reason ~ '), -' ~ rows_deleted ~ ' +' ~ stage.rows_inserted ~
-      ' rows in ' ~ entry.duration_s ~ ' s', info=true) }}
+  {#- after the log row, whose counts may read it -#}
+  {%- if stage.get('scratch') -%}{%- do run_query('drop table if exists ' ~ stage.scratch) -%}{%- endif -%}
+  {{ log('dbt_ivm: ' ~ model.name ~ ': incremental (' ~ reason ~ ')' ~ (', -' ~ counted.rows_deleted ~ ' +' ~ counted.rows_inserted
+      ~ ' rows' if 'rows_inserted' in counted else '') ~ ' in ' ~ entry.duration_s ~ ' s', info=true) }}
   {{ return(none) }}
+{% endmacro %}
+
+{#- The most netted changed rows of one upstream that a refresh asks Spark to broadcast in
+    its joins (a larger change is joined as Spark plans it). -#}
+{% macro _ivm_broadcast_rows() %}
+  {{ return(200000) }}
+{% endmacro %}
+
+{#- A Delta ivm table that other ivm models read records its change data feed (they read
+    its changes through it). The full build sets it; a table built before its first ivm
+    dependent appeared gets it here, before the refresh's write, once. -#}
+{% macro _ivm_delta_feed_for_dependents(model, target, described) %}
+  {%- if dbt_ivm._ivm_has_ivm_dependents(model)
+        and dbt_ivm._ivm_table_info(described).properties.get('delta.enableChangeDataFeed', '') | lower != 'true' -%}
+    {%- do run_query('alter table ' ~ target ~ " set tblproperties ('delta.enableChangeDataFeed' = 'true')") -%}
+    {{ log('dbt_ivm: ' ~ model.name ~ ': turned on the change data feed of ' ~ target ~ ' for the ivm models that read it', info=true) }}
+  {%- endif -%}
 {% endmacro %}
 
 {#- Add the seconds since clock.t to phases[name] and restart the clock; with a message, log

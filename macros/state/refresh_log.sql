@@ -144,7 +144,8 @@
     (the event's kind, default the status; 'noop' rows are not state, see ivm_read_state), path, reason, started_at, duration_s,
     versions_from, versions_to, change_rows, rows_deleted, rows_inserted, logs_advanced, definition_hash, message,
     table_version (the refresh's stamp, see _ivm_table_stamp), changes_logged (it wrote its own change log),
-    columns (_ivm_columns_signature of every upstream by name and of the table as '.'). -#}
+    columns (_ivm_columns_signature of every upstream by name and of the table as '.'), sql (column name ->
+    a SQL expression that replaces the entry's value: counts only Spark knows when the row is written). -#}
 {% macro ivm_log_refresh(model, relation, entry, main=false) %}
   {{ return(adapter.dispatch('ivm_log_refresh', 'dbt_ivm')(model, relation, entry, main)) }}
 {% endmacro %}
@@ -165,6 +166,14 @@
       'cast(' ~ (entry.get('table_version') if entry.get('table_version') is not none else 'null') ~ ' as bigint)',
       'true' if entry.get('changes_logged') else 'false', dbt_ivm._ivm_map_literal(entry.get('columns', {}), 'string'), model_id,
       dbt_ivm._ivm_string_literal(entry.get('event', entry.status) ~ ':' ~ entry.refresh_id)] -%}
+  {#- values only Spark knows (counts of a parquet write): SQL expressions, evaluated as the row is written -#}
+  {%- set computed = entry.get('sql', {}) -%}
+  {%- set row = [] -%}
+  {%- for c in dbt_ivm._ivm_refresh_log_columns() + ['model', 'event'] -%}
+    {%- set name = c.split(' ')[0] -%}
+    {%- do row.append('(' ~ computed[name] ~ ')' if name in computed else values[loop.index0]) -%}
+  {%- endfor -%}
+  {%- set values = row -%}
   {#- a dynamic partition overwrite that adds this row's own partition: an append, staged
       in a directory of its own (a plain INSERT INTO stages in the table's shared
       _temporary directory, which concurrent appends delete under each other) -#}

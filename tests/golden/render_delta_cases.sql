@@ -26,60 +26,37 @@
       {%- do hidden.update({loop.index0: ups[loop.index0].hidden if analysis.shape == 'join_only' else []}) -%}
     {%- endfor -%}
     {%- set statements = [] -%}
+    {#- the change sets under names of their own (the materialization reads them inline) -#}
     {%- for p in plan if p.changed -%}
       {%- do statements.append(['change set of ' ~ p.up.name, dbt_ivm.ivm_netted_changes_sql(p.up, p.columns, p['from'], p.to, analysis.shape != 'join_only')]) -%}
     {%- endfor -%}
     {%- set hidden_types = case.get('hidden_types', {}) -%}
+    {%- set target_columns = [] -%}
+    {%- for c in case.visible -%}{%- do target_columns.append(api.Column(c[0], c[1])) -%}{%- endfor -%}
+    {%- set repair = case.get('repair', false) -%}
+    {%- set has_deletes = plan | selectattr('old') | list | length > 0 -%}
     {%- if analysis.shape == 'join_only' -%}
       {%- set template = dbt_ivm._ivm_rewrite_template(analysis.parsed, hidden) -%}
-      {%- set target_columns = [] -%}
-      {%- for c in case.visible -%}{%- do target_columns.append({'name': c[0], 'data_type': c[1]}) -%}{%- endfor -%}
-      {%- for p in plan -%}{%- for h in p.up.hidden -%}{%- do target_columns.append({'name': h.name, 'data_type': 'bigint'}) -%}{%- endfor -%}{%- endfor -%}
-      {%- set repair = case.get('repair', false) -%}
-      {%- set rewrite = repair or (plan | selectattr('old') | list | length > 0) -%}
-      {%- set insert_sql = dbt_ivm.ivm_join_insert_sql(template, plan) -%}
-      {%- if insert_sql -%}{%- do statements.append(['rows to insert', insert_sql]) -%}{%- endif -%}
-      {#- as _ivm_stage_join_changes: without rows to insert, an empty relation -#}
-      {%- set insert_view = ('__ivm_' ~ case.name ~ '_ins') if insert_sql else '(select * from ' ~ target ~ ' where false)' -%}
-      {%- set stage = {'insert_view': insert_view, 'rewrite': rewrite,
-                       'predicates': dbt_ivm._ivm_join_delete_predicates(plan, '__ivm_v', repair) if rewrite else none} -%}
+      {%- for p in plan -%}{%- for h in p.up.hidden -%}{%- do target_columns.append(api.Column(h.name, 'bigint')) -%}{%- endfor -%}{%- endfor -%}
+      {%- set stage = dbt_ivm._ivm_stage_join_changes(target, template, plan, {'repair': 'repair' if repair else none}, repair or has_deletes) -%}
       {%- set full_template = template -%}
     {%- else -%}
       {%- set spec = dbt_ivm._ivm_aggregate_spec(analysis.parsed, analysis.aggregation, hidden) -%}
-      {%- set visible = case.visible | map('first') | list -%}
-      {%- set target_columns = [] -%}
-      {%- for c in case.visible -%}{%- do target_columns.append({'name': c[0], 'data_type': c[1]}) -%}{%- endfor -%}
+      {%- do spec.update({'refresh': analysis.refresh}) -%}
       {%- for n in (spec.groups | map(attribute='name') | list) + ['__ivm_count'] + (spec.states | map(attribute='name') | list) -%}
-        {%- do target_columns.append({'name': n, 'data_type': hidden_types.get(n, 'bigint')}) -%}
+        {%- do target_columns.append(api.Column(n, hidden_types.get(n, 'bigint'))) -%}
       {%- endfor -%}
-      {%- set keys = dbt_ivm._ivm_aggregate_keys(spec, visible) -%}
-      {%- set names = dbt_ivm._ivm_aggregate_change_names(spec, visible) -%}
-      {%- set has_deletes = plan | selectattr('old') | list | length > 0 -%}
-      {%- set terms = dbt_ivm._ivm_signed_change_terms(spec.delta, plan) -%}
-      {%- set refresh = analysis.refresh['any' if has_deletes else 'inserts'] -%}
-      {%- if refresh == 'merge' -%}
-        {%- set merged_view = '__ivm_' ~ case.name ~ '_merged' -%}
-        {%- set change_sql = dbt_ivm.ivm_aggregate_change_sql(spec, names, keys, terms) -%}
-        {%- do statements.append(['merged groups (' ~ merged_view ~ ')', dbt_ivm.ivm_aggregate_merge_sql(spec, target, target_columns, change_sql, keys, visible)]) -%}
-        {%- set stage = {'rewrite': true, 'insert_view': none, 'delta': {'kind': 'merge', 'merged_view': merged_view, 'keys': keys}} -%}
-      {%- else -%}
-        {%- set affected_view = '__ivm_' ~ case.name ~ '_groups' -%}
-        {%- set insert_view = '__ivm_' ~ case.name ~ '_ins' -%}
-        {%- set relations = {} -%}
-        {%- for p in plan -%}{%- do relations.update({p.index: dbt_ivm.ivm_snapshot_sql(p.up, p.columns, p.to)}) -%}{%- endfor -%}
-        {%- do statements.append(['affected groups (' ~ affected_view ~ ')', dbt_ivm._ivm_affected_groups_sql(spec, names, keys, terms)]) -%}
-        {%- do statements.append(['recomputed groups (' ~ insert_view ~ ')', dbt_ivm._ivm_aggregate_recompute_sql(dbt_ivm._ivm_fill_relations(spec.full, relations), affected_view, keys)]) -%}
-        {%- set stage = {'rewrite': true, 'insert_view': insert_view, 'delta': {'kind': 'recompute', 'affected_view': affected_view, 'keys': keys}} -%}
-      {%- endif -%}
+      {%- set stage = dbt_ivm._ivm_stage_aggregate_changes(spec, target, target_columns, plan, has_deletes, false) -%}
       {%- set full_template = spec.full -%}
     {%- endif -%}
     {%- if case.get('full') -%}
       {%- set relations = {} -%}
       {%- for p in plan -%}{%- do relations.update({p.index: dbt_ivm.ivm_snapshot_sql(p.up, p.columns, p.to)}) -%}{%- endfor -%}
-      {%- set apply = [dbt_ivm.ivm_delta_build_sql(target, dbt_ivm._ivm_fill_relations(full_template, relations), case.get('partition_by', []))] -%}
+      {%- set apply = [dbt_ivm.ivm_delta_build_sql(target, dbt_ivm._ivm_fill_relations(full_template, relations), case.get('partition_by', []),
+          {'delta.enableChangeDataFeed': 'true'})] -%}
       {%- set statements = [] -%}
     {%- else -%}
-      {%- set apply = [dbt_ivm._ivm_delta_apply_sql(target, target_columns, stage, plan, case.get('repair', false))] -%}
+      {%- set apply = [dbt_ivm._ivm_delta_apply_sql(target, target_columns, stage, plan, repair)] -%}
     {%- endif -%}
     {%- for s in apply -%}{%- do statements.append(['apply', s]) -%}{%- endfor -%}
     {%- do out.update({case.name: {'shape': analysis.shape, 'issues': analysis.issues | map(attribute='code') | list, 'statements': statements}}) -%}

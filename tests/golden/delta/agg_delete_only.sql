@@ -32,8 +32,9 @@ where (case
 end) is not null or ((not f.__ivm_is_new or l.__ivm_is_new)
   and not (not f.__ivm_is_new and l.__ivm_is_new and f.`order_id` <=> l.`order_id` and f.`customer_id` <=> l.`customer_id` and f.`amount` <=> l.`amount` and f.`status` <=> l.`status`))
 
--- 2: merged groups (__ivm_agg_delete_only_merged)
-select __ivm_m.`region`, __ivm_m.__ivm_s0 as `n`, case when __ivm_m.__ivm_n1 > 0 then __ivm_m.__ivm_s1 end as `revenue`, __ivm_m.`__ivm_g_0`, __ivm_m.`__ivm_count`, __ivm_m.`__ivm_s0`, __ivm_m.`__ivm_s1`, __ivm_m.`__ivm_n1`, __ivm_m.__ivm_existed
+-- 2: apply
+merge into analytics.agg_delete_only __ivm_t
+using (select __ivm_m.`region`, __ivm_m.__ivm_s0 as `n`, case when __ivm_m.__ivm_n1 > 0 then __ivm_m.__ivm_s1 end as `revenue`, __ivm_m.`__ivm_g_0`, __ivm_m.`__ivm_count`, __ivm_m.`__ivm_s0`, __ivm_m.`__ivm_s1`, __ivm_m.`__ivm_n1`, __ivm_m.__ivm_existed
 from (
   select __ivm_t.__ivm_count is not null as __ivm_existed, __ivm_d.`region`, __ivm_d.`__ivm_g_0`, coalesce(__ivm_t.__ivm_count, 0) + __ivm_d.__ivm_count as __ivm_count, cast(coalesce(__ivm_t.__ivm_s0, 0) + coalesce(__ivm_d.__ivm_s0, 0) as bigint) as __ivm_s0, cast(coalesce(__ivm_t.__ivm_s1, 0) + coalesce(__ivm_d.__ivm_s1, 0) as decimal(20,2)) as __ivm_s1, cast(coalesce(__ivm_t.__ivm_n1, 0) + coalesce(__ivm_d.__ivm_n1, 0) as bigint) as __ivm_n1
   from (
@@ -47,11 +48,7 @@ select  c.region, c.region as __ivm_g_0, count(*) as __ivm_count, count(*) as __
 group by `__ivm_g_0`
   ) __ivm_d
   left join analytics.agg_delete_only __ivm_t on __ivm_t.`__ivm_g_0` <=> __ivm_d.`__ivm_g_0`
-) __ivm_m
-
--- 3: apply
-merge into analytics.agg_delete_only __ivm_t
-using __ivm_agg_delete_only_merged __ivm_s
+) __ivm_m) __ivm_s
 on __ivm_t.`__ivm_g_0` <=> __ivm_s.`__ivm_g_0`
 when matched and __ivm_s.__ivm_count = 0 then delete
 when matched then update set __ivm_t.`region` = __ivm_s.`region`, __ivm_t.`n` = __ivm_s.`n`, __ivm_t.`revenue` = __ivm_s.`revenue`, __ivm_t.`__ivm_g_0` = __ivm_s.`__ivm_g_0`, __ivm_t.`__ivm_count` = __ivm_s.`__ivm_count`, __ivm_t.`__ivm_s0` = __ivm_s.`__ivm_s0`, __ivm_t.`__ivm_s1` = __ivm_s.`__ivm_s1`, __ivm_t.`__ivm_n1` = __ivm_s.`__ivm_n1`

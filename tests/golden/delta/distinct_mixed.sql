@@ -32,8 +32,9 @@ where (case
 end) is not null or ((not f.__ivm_is_new or l.__ivm_is_new)
   and not (not f.__ivm_is_new and l.__ivm_is_new and f.`order_id` <=> l.`order_id` and f.`customer_id` <=> l.`customer_id` and f.`amount` <=> l.`amount` and f.`status` <=> l.`status`))
 
--- 2: merged groups (__ivm_distinct_mixed_merged)
-select __ivm_m.`customer_id`, __ivm_m.`status`, __ivm_m.`__ivm_count`, __ivm_m.__ivm_existed
+-- 2: apply
+merge into analytics.distinct_mixed __ivm_t
+using (select __ivm_m.`customer_id`, __ivm_m.`status`, __ivm_m.`__ivm_count`, __ivm_m.__ivm_existed
 from (
   select __ivm_t.__ivm_count is not null as __ivm_existed, __ivm_d.`customer_id`, __ivm_d.`status`, coalesce(__ivm_t.__ivm_count, 0) + __ivm_d.__ivm_count as __ivm_count
   from (
@@ -47,11 +48,7 @@ group by all
 group by `customer_id`, `status`
   ) __ivm_d
   left join analytics.distinct_mixed __ivm_t on __ivm_t.`customer_id` <=> __ivm_d.`customer_id` and __ivm_t.`status` <=> __ivm_d.`status`
-) __ivm_m
-
--- 3: apply
-merge into analytics.distinct_mixed __ivm_t
-using __ivm_distinct_mixed_merged __ivm_s
+) __ivm_m) __ivm_s
 on __ivm_t.`customer_id` <=> __ivm_s.`customer_id` and __ivm_t.`status` <=> __ivm_s.`status`
 when matched and __ivm_s.__ivm_count = 0 then delete
 when matched then update set __ivm_t.`customer_id` = __ivm_s.`customer_id`, __ivm_t.`status` = __ivm_s.`status`, __ivm_t.`__ivm_count` = __ivm_s.`__ivm_count`

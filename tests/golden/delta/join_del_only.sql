@@ -35,12 +35,10 @@ end) is not null or ((not f.__ivm_is_new or l.__ivm_is_new)
 -- 2: apply
 merge into analytics.join_del_only __ivm_t
 using (
-  select distinct true as __ivm_del, cast(null as bigint) as `order_id`, cast(null as decimal(10,2)) as `amount`, cast(null as string) as `region`, cast(null as bigint) as `__ivm_orders__order_id`, __ivm_v.`__ivm_customers__customer_id`
-  from analytics.join_del_only __ivm_v
-  left join (select `customer_id`, true as __ivm_hit from __ivm_join_del_only_chg_customers) __ivm_k_1 on __ivm_v.__ivm_customers__customer_id <=> __ivm_k_1.`customer_id`
-  where (__ivm_k_1.__ivm_hit is not null)
+  select distinct true as __ivm_del, cast(null as bigint) as `order_id`, cast(null as decimal(10,2)) as `amount`, cast(null as string) as `region`, cast(null as bigint) as `__ivm_orders__order_id`, __ivm_k.`__ivm_customers__customer_id`
+  from (select `customer_id` as __ivm_customers__customer_id from __ivm_join_del_only_chg_customers __ivm_c) __ivm_k
   union all
-  select false as __ivm_del, `order_id`, `amount`, `region`, `__ivm_orders__order_id`, `__ivm_customers__customer_id` from (select * from analytics.join_del_only where false)
+  select false as __ivm_del, `order_id`, `amount`, `region`, `__ivm_orders__order_id`, `__ivm_customers__customer_id` from (select * from analytics.join_del_only where false) __ivm_i
 ) __ivm_s
 on __ivm_s.__ivm_del and __ivm_t.`__ivm_customers__customer_id` <=> __ivm_s.`__ivm_customers__customer_id`
 when matched then delete

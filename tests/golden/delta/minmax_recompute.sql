@@ -32,27 +32,28 @@ where (case
 end) is not null or ((not f.__ivm_is_new or l.__ivm_is_new)
   and not (not f.__ivm_is_new and l.__ivm_is_new and f.`order_id` <=> l.`order_id` and f.`customer_id` <=> l.`customer_id` and f.`amount` <=> l.`amount` and f.`status` <=> l.`status`))
 
--- 2: affected groups (__ivm_minmax_recompute_groups)
-select distinct * from (
+-- 2: apply
+merge into analytics.minmax_recompute __ivm_t
+using (
+  select __ivm_a.`__ivm_g_0` as __ivm_mk_0, __ivm_r.*
+  from (select distinct `__ivm_g_0` from (select distinct * from (
 select `__ivm_g_0` from (
 select `customer_id`, `__ivm_g_0`, `__ivm_count`, `__ivm_s0`, `__ivm_s1`, __ivm_sign_0 as __ivm_sign from (
 select  customer_id, customer_id as __ivm_g_0, count(*) as __ivm_count, max(amount) as __ivm_s0, count(*) as __ivm_s1  , `orders`.`__ivm_sign` as __ivm_sign_0 from (select *, 1 as __ivm_sign from (select `order_id`, `customer_id`, `amount`, `status` from __ivm_minmax_recompute_chg_orders where __ivm_new) __ivm_n union all select *, -1 as __ivm_sign from (select `order_id`, `customer_id`, `amount`, `status` from (select __ivm_before.* from __ivm_minmax_recompute_chg_orders where __ivm_old) __ivm_b) __ivm_o) `orders` group by customer_id
 , `orders`.`__ivm_sign`
 ) __ivm_t(`customer_id`, `__ivm_g_0`, `__ivm_count`, `__ivm_s0`, `__ivm_s1`, __ivm_sign_0)
 ) __ivm_s
-) __ivm_a
-
--- 3: recomputed groups (__ivm_minmax_recompute_ins)
-select __ivm_r.* from (
+) __ivm_a)) __ivm_a
+  left join (select *, true as __ivm_present from (select __ivm_r.* from (
 select  customer_id, max(amount) as top, count(*) as n, customer_id as __ivm_g_0, count(*) as __ivm_count, max(amount) as __ivm_s0, count(*) as __ivm_s1  from (select * from raw.orders version as of 7) `orders` group by customer_id
-) __ivm_r left semi join __ivm_minmax_recompute_groups __ivm_a on __ivm_r.`__ivm_g_0` <=> __ivm_a.`__ivm_g_0`
-
--- 4: apply
-merge into analytics.minmax_recompute __ivm_t
-using (
-  select __ivm_a.`__ivm_g_0` as __ivm_mk_0, __ivm_r.*
-  from (select distinct `__ivm_g_0` from __ivm_minmax_recompute_groups) __ivm_a
-  left join (select *, true as __ivm_present from __ivm_minmax_recompute_ins) __ivm_r on __ivm_a.`__ivm_g_0` <=> __ivm_r.`__ivm_g_0`
+) __ivm_r left semi join (select distinct * from (
+select `__ivm_g_0` from (
+select `customer_id`, `__ivm_g_0`, `__ivm_count`, `__ivm_s0`, `__ivm_s1`, __ivm_sign_0 as __ivm_sign from (
+select  customer_id, customer_id as __ivm_g_0, count(*) as __ivm_count, max(amount) as __ivm_s0, count(*) as __ivm_s1  , `orders`.`__ivm_sign` as __ivm_sign_0 from (select *, 1 as __ivm_sign from (select `order_id`, `customer_id`, `amount`, `status` from __ivm_minmax_recompute_chg_orders where __ivm_new) __ivm_n union all select *, -1 as __ivm_sign from (select `order_id`, `customer_id`, `amount`, `status` from (select __ivm_before.* from __ivm_minmax_recompute_chg_orders where __ivm_old) __ivm_b) __ivm_o) `orders` group by customer_id
+, `orders`.`__ivm_sign`
+) __ivm_t(`customer_id`, `__ivm_g_0`, `__ivm_count`, `__ivm_s0`, `__ivm_s1`, __ivm_sign_0)
+) __ivm_s
+) __ivm_a) __ivm_a on __ivm_r.`__ivm_g_0` <=> __ivm_a.`__ivm_g_0`)) __ivm_r on __ivm_a.`__ivm_g_0` <=> __ivm_r.`__ivm_g_0`
 ) __ivm_s
 on __ivm_t.`__ivm_g_0` <=> __ivm_s.__ivm_mk_0
 when matched and __ivm_s.__ivm_present is null then delete
