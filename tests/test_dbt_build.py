@@ -132,7 +132,7 @@ def write_seeds(project: IvmProject, customers: str, orders: str) -> None:
 
 
 def build(project: IvmProject) -> dict[str, str]:
-    result = project.dbt.invoke("build")
+    result = project.invoke("build")
     return {r.node.name: str(r.status) for r in result.result.results}
 
 
@@ -156,4 +156,4 @@ def test_dbt_build_on_a_fresh_schema_then_refresh_through_diff_capture(project: 
 
     # nothing changed: the ivm models are no-ops
     build(project)
-    assert {project.last_refresh(m)["path"] for m in IVM_MODELS} == {"no-op"}
+    assert {project.last_path(m) for m in IVM_MODELS} == {"no-op"}

@@ -30,6 +30,7 @@ def test_demo_on_delta_builds_refreshes_and_tests(
     log = out[out.index("==> Refresh log") :]
     for model in MODELS:
         lines = [line.split() for line in log.splitlines() if line.startswith(model)]
-        assert [line[1] for line in lines] == ["full", "no-op", "incremental"], lines
+        # the run in between found nothing changed: a no-op writes no row
+        assert [line[1] for line in lines] == ["full", "incremental"], lines
     # the Delta upstreams were read through their change feeds
     assert "shop.orders" in log

@@ -111,7 +111,7 @@ def test_diff_refresh_keeps_one_snapshot_and_logs_the_scan(small: IvmProject) ->
     first = snapshots(small)
     assert len(first) == 1, first
     small.run()
-    assert small.last_refresh("item_totals")["path"] == "no-op"
+    assert small.last_path("item_totals") == "no-op"
     assert snapshots(small) == first
     small.spark.sql(f"insert into {small.raw}.items values (10, 'c', 5)")
     reload(small, "id <> 0")

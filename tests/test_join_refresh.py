@@ -82,12 +82,12 @@ def table_files(project: IvmProject, model: str) -> tuple[str, dict[str, float]]
 
 
 def test_no_op_run_changes_nothing(project: IvmProject, shop: Shop) -> None:
+    """Nothing changed upstream: the run writes nothing, not even a refresh log row."""
     before = table_files(project, "order_facts")
+    logged = project.refresh_log("order_facts")
     project.run("--select", "order_facts")
-    refresh = project.last_refresh("order_facts")
-    assert refresh["path"] == "no-op"
-    assert refresh["reason"] == "no upstream changes"
-    assert (refresh["rows_inserted"], refresh["rows_deleted"]) == (0, 0)
+    assert project.last_path("order_facts") == "no-op"
+    assert project.refresh_log("order_facts") == logged
     assert table_files(project, "order_facts") == before
 
 

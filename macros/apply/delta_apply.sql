@@ -31,9 +31,13 @@
   {%- do clauses.append('when matched then update set ' ~ dbt_ivm._ivm_delta_set_list(columns)) -%}
   {%- do clauses.append('when not matched' ~ (' and __ivm_s.__ivm_count > 0' if keys else '') ~ ' then insert ' ~
       dbt_ivm._ivm_delta_insert_list(columns)) -%}
+  {#- a group that the table lacks and that the change leaves empty is left out: nothing to do,
+      and with NULL keys it would meet Delta's padding (see _ivm_delta_null_keys_guard) -#}
+  {%- set source = '(select * from ' ~ merged_view ~ ' __ivm_m where __ivm_m.__ivm_existed or __ivm_m.__ivm_count > 0)'
+      if keys else merged_view -%}
   {%- set sql -%}
 merge into {{ target }} __ivm_t
-using {{ merged_view }} __ivm_s
+using {{ source }} __ivm_s
 on {{ on | join(' and ') if on else 'true' }}
 {{ clauses | join('\n') }}
   {%- endset -%}
@@ -63,14 +67,36 @@ on {{ on | join(' and ') if on else 'true' }}
     {%- do mk.append('__ivm_a.' ~ k ~ ' as __ivm_mk_' ~ loop.index0) -%}
     {%- do on.append('__ivm_t.' ~ k ~ ' <=> __ivm_s.__ivm_mk_' ~ loop.index0) -%}
   {%- endfor -%}
+  {%- set guard = dbt_ivm._ivm_delta_null_keys_guard(target, keys, '__ivm_a') -%}
   {%- set source -%}
 (
   select {{ mk | join(', ') }}, __ivm_r.*
   from (select distinct {{ q | join(', ') }} from {{ affected_view }}) __ivm_a
   left join (select *, true as __ivm_present from {{ insert_view }}) __ivm_r on {{ match | join(' and ') }}
+  {{ guard.join }}
+  where __ivm_r.__ivm_present or {{ guard.flag }}
 )
   {%- endset -%}
   {{ return(dbt_ivm._ivm_delta_merge_text(target, columns, source, on, true)) }}
+{% endmacro %}
+
+{#- Delta's MERGE outer-joins its source with the table and tests the ON condition again on
+    the joined rows: on a source row that matched nothing, the table's columns are NULL, so a
+    null-safe key match (<=>) of a source row whose keys are all NULL is true there, and
+    Delta fails with "Unexpected row: did not match any merge clause" when no NOT MATCHED
+    clause takes the row. {join, flag}: the flag keeps such a source row (alias) only when
+    the table has a row with all of those keys NULL, which it then really matches (a join,
+    not an EXISTS subquery: Delta cannot read the target from a subquery of its source). -#}
+{% macro _ivm_delta_null_keys_guard(target, keys, alias) %}
+  {%- set source_null = [] -%}
+  {%- set table_null = [] -%}
+  {%- for k in dbt_ivm._ivm_quote_all(keys) -%}
+    {%- do source_null.append(alias ~ '.' ~ k ~ ' is null') -%}
+    {%- do table_null.append(k ~ ' is null') -%}
+  {%- endfor -%}
+  {{ return({'join': 'cross join (select count(*) > 0 as __ivm_has from ' ~ target ~ ' where ' ~ table_null | join(' and ')
+                     ~ ') __ivm_n',
+             'flag': '(not (' ~ source_null | join(' and ') ~ ') or __ivm_n.__ivm_has)'}) }}
 {% endmacro %}
 
 {#- MERGE of a source with __ivm_present (null: the key's row goes away). -#}
@@ -127,7 +153,9 @@ merge into {{ target }} __ivm_t
 using (
   select distinct true as __ivm_del, {{ del_select | join(', ') }}
 {%- if keys is not none %}
-  from {{ keys }} __ivm_k
+  {%- set guard = dbt_ivm._ivm_delta_null_keys_guard(target, identity, '__ivm_k') %}
+  from {{ keys }} __ivm_k {{ guard.join }}
+  where {{ guard.flag }}
 {%- else %}
   from {{ target }} __ivm_v
   {{ predicates.joins | join('\n  ') }}

@@ -12,13 +12,13 @@
 
 {#- plan: list of per-upstream dicts {up, columns, from, to, changed, change_view (the netted
     change set as a relation in FROM), has_new, broadcast}. -#}
-{% macro ivm_join_insert_sql(template, plan) %}
-  {{ return(adapter.dispatch('ivm_join_insert_sql', 'dbt_ivm')(template, plan)) }}
+{% macro ivm_join_insert_sql(template, plan, edges=[]) %}
+  {{ return(adapter.dispatch('ivm_join_insert_sql', 'dbt_ivm')(template, plan, edges)) }}
 {% endmacro %}
 
-{% macro default__ivm_join_insert_sql(template, plan) %}
+{% macro default__ivm_join_insert_sql(template, plan, edges=[]) %}
   {%- set terms = [] -%}
-  {%- for term in dbt_ivm._ivm_join_change_terms(template, plan) -%}
+  {%- for term in dbt_ivm._ivm_join_change_terms(template, plan, edges) -%}
     {%- do terms.append('select * from (\n' ~ term ~ '\n) __ivm_term_' ~ loop.index0) -%}
   {%- endfor -%}
   {{ return(terms | join('\nunion all\n')) }}
@@ -29,7 +29,7 @@
     its changed keys, every changed upstream before i without its changed keys, and every
     other upstream at the new version; their union is the rows to insert of a join-only
     view. -#}
-{% macro _ivm_join_change_terms(template, plan) %}
+{% macro _ivm_join_change_terms(template, plan, edges=[]) %}
   {%- set terms = [] -%}
   {%- for p in plan if p.changed and p.has_new -%}
     {%- set relations = {} -%}
@@ -42,7 +42,7 @@
         {%- do relations.update({q.index: dbt_ivm.ivm_snapshot_sql(q.up, q.columns, q.to)}) -%}
       {%- endif -%}
     {%- endfor -%}
-    {%- do terms.append(dbt_ivm._ivm_fill_relations(template, relations)) -%}
+    {%- do terms.append(dbt_ivm._ivm_fill_relations(template, dbt_ivm._ivm_reduced_relations(edges, relations, p))) -%}
   {%- endfor -%}
   {{ return(terms) }}
 {% endmacro %}
@@ -53,7 +53,7 @@
     version, unchanged upstreams whole (all with __ivm_sign 1). The terms telescope: their
     signed sum is (query at the new versions) - (query at the old versions), so the new and
     the old side of upstream i share one evaluation. -#}
-{% macro _ivm_signed_change_terms(template, plan) %}
+{% macro _ivm_signed_change_terms(template, plan, edges=[]) %}
   {%- set terms = [] -%}
   {%- for p in plan if p.changed and (p.has_new or p.old > 0) -%}
     {%- set relations = {} -%}
@@ -69,7 +69,7 @@
         {%- do relations.update({q.index: '(select *, 1 as __ivm_sign from ' ~ dbt_ivm.ivm_snapshot_sql(q.up, q.columns, q.to) ~ ' __ivm_r)'}) -%}
       {%- endif -%}
     {%- endfor -%}
-    {%- do terms.append(dbt_ivm._ivm_fill_relations(template, relations)) -%}
+    {%- do terms.append(dbt_ivm._ivm_fill_relations(template, dbt_ivm._ivm_reduced_relations(edges, relations, p))) -%}
   {%- endfor -%}
   {{ return(terms) }}
 {% endmacro %}
@@ -148,4 +148,72 @@
     {%- endif -%}
   {%- endfor -%}
   {{ return({'joins': joins, 'flag': '(' ~ (flags | join(' or ') if flags else 'false') ~ ')'}) }}
+{% endmacro %}
+
+{#- The equalities the query joins upstreams on: [{'a', 'ca', 'b', 'cb'}] (upstream indexes
+    and column names), one per top-level conjunct `x.c = y.d` of an ON condition (or of the
+    WHERE clause of a block with comma joins) whose two sides are columns of two upstreams
+    read in that block. Null-safe equalities (<=>) are left out: they join NULL keys, which
+    an IN filter drops. -#}
+{% macro _ivm_join_edges(parsed) %}
+  {%- set toks = parsed.tk.tokens -%}
+  {%- set sig = parsed.tk.significant -%}
+  {%- set edges = [] -%}
+  {%- for b in parsed.blocks -%}
+    {%- set aliases = {} -%}
+    {%- for it in b.from_items if it.kind == 'upstream' -%}{%- do aliases.update({it.alias: it.upstream}) -%}{%- endfor -%}
+    {%- set ranges = [] -%}
+    {%- for it in b.from_items if it.on is not none and not it.using -%}{%- do ranges.append(it.on) -%}{%- endfor -%}
+    {%- if b.get('where_range') and b.from_items | selectattr('join', 'equalto', 'comma') | list -%}
+      {%- do ranges.append(b.where_range) -%}
+    {%- endif -%}
+    {%- for r in ranges -%}
+      {%- for c in dbt_ivm._ivm_conjuncts(parsed, r[0], r[1]) if c[1] - c[0] == 7 -%}
+        {%- set t = [] -%}
+        {%- for q in range(c[0], c[1]) -%}{%- do t.append(toks[sig[q]]) -%}{%- endfor -%}
+        {%- set columns = t[0].kind in ('word', 'qid') and t[2].kind in ('word', 'qid') and t[4].kind in ('word', 'qid')
+            and t[6].kind in ('word', 'qid') and t[1].text == '.' and t[5].text == '.' and t[3].text in ('=', '==') -%}
+        {%- if columns and t[0].lower in aliases and t[4].lower in aliases and aliases[t[0].lower] != aliases[t[4].lower] -%}
+          {%- do edges.append({'a': aliases[t[0].lower], 'ca': t[2].lower, 'b': aliases[t[4].lower], 'cb': t[6].lower}) -%}
+        {%- endif -%}
+      {%- endfor -%}
+    {%- endfor -%}
+  {%- endfor -%}
+  {{ return(edges) }}
+{% endmacro %}
+
+{#- The relations of a join term with the upstreams it joins to the changed one cut to the
+    rows that can join it (semi-join reduction): following the join equalities from the
+    changed upstream p, each upstream reached gets `(its keys) in (select the partner's keys
+    from the partner, itself reduced)`. Only when p's change is small (p.broadcast): Spark
+    then joins the cut relations by broadcast instead of shuffling them whole, and a
+    relation joined before the changed one in the query no longer meets the others in full. -#}
+{% macro _ivm_reduced_relations(edges, relations, p) %}
+  {%- if not p.get('broadcast') or not edges -%}{{ return(relations) }}{%- endif -%}
+  {%- set out = {} -%}
+  {%- do out.update(relations) -%}
+  {%- set reached = [p.index] -%}
+  {#- breadth first: each round cuts the upstreams one equality away from those cut before -#}
+  {%- set frontier = namespace(items=[p.index]) -%}
+  {%- for _ in relations if frontier.items -%}
+    {%- set next = [] -%}
+    {%- for a in frontier.items -%}
+      {%- set partners = {} -%}
+      {%- for e in edges -%}
+        {%- for x, cx, y, cy in [(e.a, e.ca, e.b, e.cb), (e.b, e.cb, e.a, e.ca)] if x == a and y not in reached and y in out -%}
+          {%- do partners.setdefault(y, {'mine': [], 'theirs': []}) -%}
+          {%- do partners[y].mine.append(cy) -%}
+          {%- do partners[y].theirs.append(cx) -%}
+        {%- endfor -%}
+      {%- endfor -%}
+      {%- for y, cols in partners | dictsort -%}
+        {%- do out.update({y: '(select * from ' ~ out[y] ~ ' __ivm_r where (' ~ dbt_ivm._ivm_quote_all(cols.mine) | join(', ')
+            ~ ') in (select ' ~ dbt_ivm._ivm_quote_all(cols.theirs) | join(', ') ~ ' from ' ~ out[a] ~ ' __ivm_p))'}) -%}
+        {%- do reached.append(y) -%}
+        {%- do next.append(y) -%}
+      {%- endfor -%}
+    {%- endfor -%}
+    {%- set frontier.items = next -%}
+  {%- endfor -%}
+  {{ return(out) }}
 {% endmacro %}

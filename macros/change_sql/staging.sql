@@ -7,8 +7,8 @@
     reason, reads_upstreams, delta (what the Delta apply needs)}. -#}
 
 {#- Join-only view: DEL the changed slices by key, INS the query on the new slices. -#}
-{% macro _ivm_stage_join_changes(target, template, plan, state, rewrite) %}
-  {%- set insert_sql = dbt_ivm.ivm_join_insert_sql(template, plan) -%}
+{% macro _ivm_stage_join_changes(target, template, plan, state, rewrite, edges=[]) %}
+  {%- set insert_sql = dbt_ivm.ivm_join_insert_sql(template, plan, edges) -%}
   {%- set insert_view = ('(' ~ insert_sql ~ ')') if insert_sql else '(select * from ' ~ target ~ ' where false)' -%}
   {%- set predicates = dbt_ivm._ivm_join_delete_predicates(plan, '__ivm_v', state.repair is not none) if rewrite else none -%}
   {{ return({'insert_view': insert_view, 'rewrite': rewrite, 'predicates': predicates, 'inserts': insert_sql | length > 0,
@@ -19,7 +19,7 @@
 {#- Aggregate or DISTINCT view: merge signed per-group deltas into the stored states, or
     recompute the affected groups from the definition where a state cannot absorb the
     change (min/max after deletes or updates, HAVING, other aggregates). -#}
-{% macro _ivm_stage_aggregate_changes(spec, target, target_columns, plan, has_deletes, partitioned) %}
+{% macro _ivm_stage_aggregate_changes(spec, target, target_columns, plan, has_deletes, partitioned, edges=[]) %}
   {#- the select list's output names in query order: a partitioned table keeps its
       partition columns last, its definition view keeps the query's order -#}
   {%- set named = adapter.get_columns_in_relation(dbt_ivm._ivm_definition_view(target)) if partitioned else target_columns -%}
@@ -27,7 +27,7 @@
   {%- for c in named if not c.name.startswith('__ivm_') -%}{%- do visible.append(c.name) -%}{%- endfor -%}
   {%- set keys = dbt_ivm._ivm_aggregate_keys(spec, visible) -%}
   {%- set names = dbt_ivm._ivm_aggregate_change_names(spec, visible) -%}
-  {%- set terms = dbt_ivm._ivm_signed_change_terms(spec.delta, plan) -%}
+  {%- set terms = dbt_ivm._ivm_signed_change_terms(spec.delta, plan, edges) -%}
   {%- set refresh = spec.refresh['any' if has_deletes else 'inserts'] -%}
   {%- if refresh == 'merge' -%}
     {%- set change_sql = dbt_ivm.ivm_aggregate_change_sql(spec, names, keys, terms) -%}

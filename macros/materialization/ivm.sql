@@ -37,8 +37,7 @@
     {%- set full_reason = refresh.reason -%}
     {%- if refresh.path == 'incremental' -%}
       {#- none, or why this change is better rebuilt (its size) -#}
-      {%- set full_reason = dbt_ivm._ivm_refresh_incremental(model, target_relation, inputs.template, inputs.spec,
-          inputs.plan, refresh.state, settings, entry) -%}
+      {%- set full_reason = dbt_ivm._ivm_refresh_incremental(model, target_relation, inputs, refresh.state, settings, entry) -%}
     {%- endif -%}
     {%- if full_reason -%}
       {%- do dbt_ivm._ivm_refresh_full(target_relation, existing, sql, analysis, inputs, refresh.versions_to, full_reason,
@@ -70,15 +69,8 @@
   {%- do dbt_ivm._ivm_build_full(target, existing, build_sql, definition, settings, entry) -%}
 {% endmacro %}
 
-{#- Log a refresh that found nothing changed since the last successful one (the dbt 'main'
-    statement). Taken without the lease, so its row must not count as state: its event is
-    'noop:<refresh id>', which ivm_read_state skips. -#}
+{#- A refresh that found nothing changed since the last successful one: nothing to write
+    (its state read was dbt's 'main' statement), a line in dbt's log. -#}
 {% macro _ivm_log_unchanged(model, target, state, entry) %}
-  {%- do entry.update({'status': 'success', 'path': 'no-op', 'reason': 'no upstream changes', 'event': 'noop',
-                       'table_version': state.last_success.get('table_version'), 'changes_logged': true,
-                       'versions_from': state.last_success.versions, 'rows_inserted': 0, 'rows_deleted': 0,
-                       'columns': state.last_success.get('columns') or {},
-                       'duration_s': dbt_ivm._ivm_seconds_since(entry.started_at)}) -%}
-  {%- do dbt_ivm.ivm_log_refresh(model, target, entry, main=true) -%}
-  {{ log('dbt_ivm: ' ~ model.name ~ ': no-op (no upstream changes)', info=true) }}
+  {{ log('dbt_ivm: ' ~ model.name ~ ': no-op (no upstream changes) in ' ~ dbt_ivm._ivm_seconds_since(entry.started_at) ~ ' s', info=true) }}
 {% endmacro %}

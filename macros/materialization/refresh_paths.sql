@@ -192,15 +192,16 @@
   {{ return(api.Relation.create(database=relation.database, schema=relation.schema, identifier='__ivm_def__' ~ relation.identifier, type='view')) }}
 {% endmacro %}
 
-{#- Apply the changes since the stored versions. spec: none for a join-only view, else
-    the aggregate or keyed spec. Returns none, or the reason to rebuild the table in full
+{#- Apply the changes since the stored versions. inputs: see _ivm_refresh_inputs (spec:
+    none for a join-only view, else the aggregate or keyed spec). Returns none, or the reason to rebuild the table in full
     instead: the change is larger than ivm_rebuild_above of the upstreams, or on parquet
     the cost estimate (_ivm_parquet_cost) finds a rebuild cheaper.
     Statements: one query counts the netted change of every changed upstream (and checks
     it, see _ivm_change_problem_sql); the apply reads the change sets inline, in one
     statement on Delta (whose metrics give the rows deleted and inserted) and in one write
     plus a metastore switch on parquet (whose counts the refresh log row computes). -#}
-{% macro _ivm_refresh_incremental(model, target, template, spec, plan, state, settings, entry) %}
+{% macro _ivm_refresh_incremental(model, target, inputs, state, settings, entry) %}
+  {%- set template, spec, plan = inputs.template, inputs.spec, inputs.plan -%}
   {%- set versions_from = state.last_success.versions -%}
   {%- set counters = [] -%}
   {%- set delta = settings.file_format == 'delta' -%}
@@ -296,12 +297,12 @@
   {%- if delta -%}{%- do dbt_ivm._ivm_delta_feed_for_dependents(model, target, described) -%}{%- endif -%}
   {%- set rewrite = nv.old > 0 or state.repair is not none -%}
   {%- if spec is none -%}
-    {%- set stage = dbt_ivm._ivm_stage_join_changes(target, template, plan, state, rewrite) -%}
+    {%- set stage = dbt_ivm._ivm_stage_join_changes(target, template, plan, state, rewrite, inputs.edges) -%}
   {%- elif spec.kind == 'keyed' -%}
     {%- set stage = dbt_ivm._ivm_stage_keyed_changes(spec, target, plan, settings.file_format) -%}
   {%- else -%}
     {%- set stage = dbt_ivm._ivm_stage_aggregate_changes(spec, target, target_columns, plan, nv.old > 0,
-        settings.partition_by | length > 0) -%}
+        settings.partition_by | length > 0, inputs.edges) -%}
   {%- endif -%}
   {%- set steps = [] -%}
   {%- for p in changed if change_rows[p.up.name] > 0 or state.repair -%}

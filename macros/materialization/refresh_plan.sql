@@ -58,8 +58,10 @@
       (' ' ~ tojson(settings.tblproperties) if settings.tblproperties else '') ~
       (' ' ~ settings.location if settings.location else '') -%}
   {%- set definition_hash = local_md5(words | join(' ') ~ tojson(declarations) ~ layout) -%}
+  {#- the equalities the query joins its upstreams on: a small change cuts the others by them -#}
+  {%- set edges = dbt_ivm._ivm_join_edges(analysis.parsed) if analysis.shape != 'keyed' else [] -%}
   {{ return({'plan': plan, 'template': template, 'spec': spec, 'definition_hash': definition_hash,
-             'upstream_columns': upstream_columns}) }}
+             'upstream_columns': upstream_columns, 'edges': edges}) }}
 {% endmacro %}
 
 {#- {path: 'no-op' | 'full' | 'incremental', reason (why full, or none), lease (none for a

@@ -1,7 +1,8 @@
 {#- The refresh log: one append-only table per state schema. Each refresh writes a
     'started' row before it changes the table and a 'success' row after; the stored
-    upstream versions of a model are the versions_to of its latest 'success' row (a no-op
-    found without the lease logs a row of event 'noop:<refresh id>', which is not state). A
+    upstream versions of a model are the versions_to of its latest 'success' row (a run
+    that finds nothing changed writes nothing; rows of event 'noop:<refresh id>', written by
+    earlier versions of the package, are not state). A
     'started' row with nothing after it marks an interrupted refresh, and a 'success' row
     with logs_advanced marks a refresh during which an upstream change log advanced: in
     both cases the next run re-applies by key (idempotent) instead of appending.
@@ -83,7 +84,14 @@
 {% endmacro %}
 
 {% macro default__ivm_read_state(model_id) %}
-  {{ return(dbt_ivm._ivm_state_from_rows(run_query(dbt_ivm._ivm_state_sql(model_id) ~ ' order by logged_at').rows)) }}
+  {{ return(dbt_ivm._ivm_state_from_rows(dbt_ivm._ivm_main_rows(dbt_ivm._ivm_state_sql(model_id) ~ ' order by logged_at'))) }}
+{% endmacro %}
+
+{#- The rows of a query run as dbt's 'main' statement. The state read is every refresh's
+    first: a run that finds nothing changed sends no other statement to report on. -#}
+{% macro _ivm_main_rows(sql) %}
+  {%- call statement('main', fetch_result=true) -%}{{ sql }}{%- endcall -%}
+  {{ return(load_result('main').table.rows) }}
 {% endmacro %}
 
 {#- ivm_read_state and ivm_current_versions(upstreams) in one query, for upstreams whose
@@ -97,8 +105,8 @@
   {%- set read = dbt_ivm._ivm_versions_read(upstreams) -%}
   {#- the version columns (uncorrelated scalar subqueries, evaluated once) on every state
       row; without state rows, on one row whose state columns are NULL -#}
-  {%- set rows = run_query('select ' ~ (read.columns + ['__ivm_s.*']) | join(', ') ~ ' from (select 1) __ivm_one left join ('
-      ~ dbt_ivm._ivm_state_sql(model_id) ~ ') __ivm_s on true order by __ivm_s.logged_at').rows -%}
+  {%- set rows = dbt_ivm._ivm_main_rows('select ' ~ (read.columns + ['__ivm_s.*']) | join(', ') ~ ' from (select 1) __ivm_one left join ('
+      ~ dbt_ivm._ivm_state_sql(model_id) ~ ') __ivm_s on true order by __ivm_s.logged_at') -%}
   {%- do dbt_ivm._ivm_versions_from_row(read, rows[0]) -%}
   {%- set n = read.columns | length -%}
   {%- set state_rows = [] -%}

@@ -22,7 +22,7 @@
       {%- set ch = u.get('change', {}) -%}
       {%- do plan.append({'index': loop.index0, 'up': ups[loop.index0], 'columns': cols, 'from': '3', 'to': '7' if ch else '3',
                           'changed': ch | length > 0, 'old': ch.get('old', 0), 'has_new': ch.get('new', false),
-                          'change_view': '__ivm_' ~ case.name ~ '_chg_' ~ u.short if ch else none}) -%}
+                          'change_view': '__ivm_' ~ case.name ~ '_chg_' ~ u.short if ch else none, 'broadcast': ch | length > 0}) -%}
       {%- do hidden.update({loop.index0: ups[loop.index0].hidden if analysis.shape == 'join_only' else []}) -%}
     {%- endfor -%}
     {%- set statements = [] -%}
@@ -38,7 +38,8 @@
     {%- if analysis.shape == 'join_only' -%}
       {%- set template = dbt_ivm._ivm_rewrite_template(analysis.parsed, hidden) -%}
       {%- for p in plan -%}{%- for h in p.up.hidden -%}{%- do target_columns.append(api.Column(h.name, 'bigint')) -%}{%- endfor -%}{%- endfor -%}
-      {%- set stage = dbt_ivm._ivm_stage_join_changes(target, template, plan, {'repair': 'repair' if repair else none}, repair or has_deletes) -%}
+      {%- set stage = dbt_ivm._ivm_stage_join_changes(target, template, plan, {'repair': 'repair' if repair else none}, repair or has_deletes,
+          dbt_ivm._ivm_join_edges(analysis.parsed)) -%}
       {%- set full_template = template -%}
     {%- else -%}
       {%- set spec = dbt_ivm._ivm_aggregate_spec(analysis.parsed, analysis.aggregation, hidden) -%}
@@ -46,7 +47,8 @@
       {%- for n in (spec.groups | map(attribute='name') | list) + ['__ivm_count'] + (spec.states | map(attribute='name') | list) -%}
         {%- do target_columns.append(api.Column(n, hidden_types.get(n, 'bigint'))) -%}
       {%- endfor -%}
-      {%- set stage = dbt_ivm._ivm_stage_aggregate_changes(spec, target, target_columns, plan, has_deletes, false) -%}
+      {%- set stage = dbt_ivm._ivm_stage_aggregate_changes(spec, target, target_columns, plan, has_deletes, false,
+          dbt_ivm._ivm_join_edges(analysis.parsed)) -%}
       {%- set full_template = spec.full -%}
     {%- endif -%}
     {%- if case.get('full') -%}

@@ -52,6 +52,12 @@ class BenchConfig:
     # False: ivm_rebuild_above false, every size measures the incremental path; True: the
     # package's defaults choose (size rule, and on parquet the cost estimate)
     package_defaults: bool = False
+    # the workloads measured on insert-only batches (empty: all); the others catch up at the end
+    insert_workloads: tuple[str, ...] = ()
+
+    def measures(self, workload: str, kind: str) -> bool:
+        """Whether a workload is measured on batches of this kind."""
+        return kind != "insert" or not self.insert_workloads or workload in self.insert_workloads
 
     @property
     def raw_schema(self) -> str:
@@ -109,6 +115,13 @@ def parse_args(argv: Sequence[str] | None, prog: str = "python -m dbt_ivm.benchm
         type=lambda t: _names(t, KINDS, "kinds"),
         default=KINDS,
         help=f"comma-separated, from {','.join(KINDS)} (default all)",
+    )
+    parser.add_argument(
+        "--insert-workloads",
+        type=lambda t: _names(t, tuple(WORKLOADS), "insert workloads"),
+        default=(),
+        help="the workloads measured on insert-only batches (default: all of --workloads); the "
+        "others catch up after the last batch",
     )
     parser.add_argument(
         "--localities",
@@ -202,4 +215,5 @@ def parse_args(argv: Sequence[str] | None, prog: str = "python -m dbt_ivm.benchm
         capture=args.capture,
         file_format=args.format,
         package_defaults=args.package_defaults,
+        insert_workloads=args.insert_workloads,
     )

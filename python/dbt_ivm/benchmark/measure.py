@@ -9,6 +9,9 @@ from dbt_ivm.benchmark.profile import SparkProfile
 from dbt_ivm.benchmark.project import BenchProject, RunOutcome
 from dbt_ivm.benchmark.results import Sample
 
+# the fields of a sample read from the refresh log row of its refresh
+LOGGED = ("path", "reason", "refresh_log_s", "change_rows", "rows_deleted", "rows_inserted", "phase_s")
+
 
 def refresh_entry(project: BenchProject, model: str) -> dict[str, Any]:
     """The fields of the latest refresh-log row the report uses (phase_s when logged)."""
@@ -66,9 +69,13 @@ def measure_refresh(
         sample.errors.append(f"refresh failed: {first_line(outcome.error)}")
         sample.check = "not run"
         return False
-    entry = refresh_entry(project, model)
-    for key in ("path", "reason", "refresh_log_s", "change_rows", "rows_deleted", "rows_inserted", "phase_s"):
-        setattr(sample, key, entry[key])
+    if outcome.noop:
+        # nothing changed: no refresh log row to read
+        sample.path, sample.reason = "no-op", "no upstream changes"
+    else:
+        entry = refresh_entry(project, model)
+        for key in LOGGED:
+            setattr(sample, key, entry[key])
     if not with_check:
         return True
     sample.check, sample.differences, error = check(project, model, method)

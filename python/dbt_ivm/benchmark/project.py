@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from dbt_common.events.base_types import EventMsg
 from pyspark.sql import SparkSession
 
 from dbt_ivm.benchmark.upstreams import KEYS
@@ -26,6 +27,8 @@ class RunOutcome:
     wall_s: float
     node_s: float | None
     error: str | None
+    # the ivm refresh found nothing changed (it writes no refresh log row)
+    noop: bool = False
 
 
 @dataclass(frozen=True)
@@ -125,13 +128,20 @@ class BenchProject:
             (models / f"{workload.hand_model}.sql").write_text(workload.hand_sql)
 
     def run(self, model: str, *flags: str) -> RunOutcome:
+        noop = f"dbt_ivm: {model}: no-op (no upstream changes)"
+        said: list[str] = []
+
+        def listen(msg: EventMsg) -> None:
+            if msg.info.name == "JinjaLogInfo" and msg.info.msg.startswith(noop):
+                said.append(msg.info.msg)
+
         began = time.perf_counter()
-        result = self.dbt.invoke("run", "--quiet", "--select", model, *flags, check=False)
+        result = self.dbt.invoke("run", "--quiet", "--select", model, *flags, check=False, callbacks=[listen])
         wall = time.perf_counter() - began
         results = getattr(result.result, "results", None) or []
         node_s = float(results[0].execution_time) if results else None
         error = None if result.success else failure_text(result)
-        return RunOutcome(wall, node_s, error)
+        return RunOutcome(wall, node_s, error, bool(said))
 
     def last_refresh(self, model: str) -> dict[str, Any] | None:
         """The latest refresh-log row of an ivm model, or None."""

@@ -100,20 +100,23 @@ def _run(
     _fixed_cost(project, built, config, progress, result)
     report.write_all(result, config.out, plot=False)
 
-    # the models measured on a batch are refreshed after it; the others catch up at the end
+    # the models measured on a batch are refreshed after it; the others catch up at the end.
+    # Batches of one kind run together, so a model left out of a kind's batches (see
+    # --insert-workloads) catches up after every batch it was measured on
     behind = {w.name: 0 for w in built}
     total = sum(
-        len(config.fractions) * len(config.kinds) * config.reps
+        len(config.fractions) * config.reps
         for locality in config.localities
-        if any(locality in w.localities for w in built)
+        for kind in config.kinds
+        if any(locality in w.localities and config.measures(w.name, kind) for w in built)
     )
     done = 0
     for locality in config.localities:
-        measured = [w for w in built if locality in w.localities]
-        if not measured:
-            continue
-        for fraction in config.fractions:
-            for kind in config.kinds:
+        for kind in config.kinds:
+            measured = [w for w in built if locality in w.localities and config.measures(w.name, kind)]
+            if not measured:
+                continue
+            for fraction in config.fractions:
                 for rep in range(1, config.reps + 1):
                     done += 1
                     label = f"[{done}/{total}] {locality} {kind} {fraction:.2%} rep {rep}"
@@ -186,7 +189,7 @@ def _fixed_cost(
             for w in built:
                 outcome = project.run(w.ivm_model)
                 fixed.noop_s.setdefault(w.name, []).append(outcome.wall_s)
-                path = "error" if outcome.error else refresh_entry(project, w.ivm_model)["path"] or "-"
+                path = "error" if outcome.error else "no-op" if outcome.noop else "-"
                 fixed.noop_paths.setdefault(w.name, []).append(path)
         summary = ", ".join(f"{n} {min(v):.2f} s" for n, v in fixed.noop_s.items())
         progress.line(f"  view {min(fixed.view_s):.2f} s; no-op ivm {summary} (fastest of {config.reps})")

@@ -34,21 +34,21 @@ end) is not null or ((not f.__ivm_is_new or l.__ivm_is_new)
 
 -- 2: apply
 merge into analytics.agg_delete_only __ivm_t
-using (select __ivm_m.`region`, __ivm_m.__ivm_s0 as `n`, case when __ivm_m.__ivm_n1 > 0 then __ivm_m.__ivm_s1 end as `revenue`, __ivm_m.`__ivm_g_0`, __ivm_m.`__ivm_count`, __ivm_m.`__ivm_s0`, __ivm_m.`__ivm_s1`, __ivm_m.`__ivm_n1`, __ivm_m.__ivm_existed
+using (select * from (select __ivm_m.`region`, __ivm_m.__ivm_s0 as `n`, case when __ivm_m.__ivm_n1 > 0 then __ivm_m.__ivm_s1 end as `revenue`, __ivm_m.`__ivm_g_0`, __ivm_m.`__ivm_count`, __ivm_m.`__ivm_s0`, __ivm_m.`__ivm_s1`, __ivm_m.`__ivm_n1`, __ivm_m.__ivm_existed
 from (
   select __ivm_t.__ivm_count is not null as __ivm_existed, __ivm_d.`region`, __ivm_d.`__ivm_g_0`, coalesce(__ivm_t.__ivm_count, 0) + __ivm_d.__ivm_count as __ivm_count, cast(coalesce(__ivm_t.__ivm_s0, 0) + coalesce(__ivm_d.__ivm_s0, 0) as bigint) as __ivm_s0, cast(coalesce(__ivm_t.__ivm_s1, 0) + coalesce(__ivm_d.__ivm_s1, 0) as decimal(20,2)) as __ivm_s1, cast(coalesce(__ivm_t.__ivm_n1, 0) + coalesce(__ivm_d.__ivm_n1, 0) as bigint) as __ivm_n1
   from (
 select `__ivm_g_0`, any_value(`region`) as `region`, sum(__ivm_sign * __ivm_count) as __ivm_count, sum(__ivm_sign * __ivm_s0) as __ivm_s0, sum(__ivm_sign * __ivm_s1) as __ivm_s1, sum(__ivm_sign * __ivm_n1) as __ivm_n1
 from (
 select `region`, `__ivm_g_0`, `__ivm_count`, `__ivm_s0`, `__ivm_s1`, `__ivm_n1`, __ivm_sign_0 * __ivm_sign_1 as __ivm_sign from (
-select  c.region, c.region as __ivm_g_0, count(*) as __ivm_count, count(*) as __ivm_s0, sum(o.amount) as __ivm_s1, count(o.amount) as __ivm_n1  , `o`.`__ivm_sign` as __ivm_sign_0, `c`.`__ivm_sign` as __ivm_sign_1 from (select *, -1 as __ivm_sign from (select `order_id`, `customer_id`, `amount`, `status` from (select __ivm_before.* from __ivm_agg_delete_only_chg_orders where __ivm_old) __ivm_b) __ivm_o) o join (select *, 1 as __ivm_sign from raw.customers __ivm_r) c on o.customer_id = c.customer_id group by c.region
+select  c.region, c.region as __ivm_g_0, count(*) as __ivm_count, count(*) as __ivm_s0, sum(o.amount) as __ivm_s1, count(o.amount) as __ivm_n1  , `o`.`__ivm_sign` as __ivm_sign_0, `c`.`__ivm_sign` as __ivm_sign_1 from (select /*+ BROADCAST */ * from (select *, -1 as __ivm_sign from (select `order_id`, `customer_id`, `amount`, `status` from (select __ivm_before.* from __ivm_agg_delete_only_chg_orders where __ivm_old) __ivm_b) __ivm_o) __ivm_b) o join (select * from (select *, 1 as __ivm_sign from raw.customers __ivm_r) __ivm_r where (`customer_id`) in (select `customer_id` from (select /*+ BROADCAST */ * from (select *, -1 as __ivm_sign from (select `order_id`, `customer_id`, `amount`, `status` from (select __ivm_before.* from __ivm_agg_delete_only_chg_orders where __ivm_old) __ivm_b) __ivm_o) __ivm_b) __ivm_p)) c on o.customer_id = c.customer_id group by c.region
 , `o`.`__ivm_sign`, `c`.`__ivm_sign`
 ) __ivm_t(`region`, `__ivm_g_0`, `__ivm_count`, `__ivm_s0`, `__ivm_s1`, `__ivm_n1`, __ivm_sign_0, __ivm_sign_1)
 ) __ivm_d
 group by `__ivm_g_0`
   ) __ivm_d
   left join analytics.agg_delete_only __ivm_t on __ivm_t.`__ivm_g_0` <=> __ivm_d.`__ivm_g_0`
-) __ivm_m) __ivm_s
+) __ivm_m) __ivm_m where __ivm_m.__ivm_existed or __ivm_m.__ivm_count > 0) __ivm_s
 on __ivm_t.`__ivm_g_0` <=> __ivm_s.`__ivm_g_0`
 when matched and __ivm_s.__ivm_count = 0 then delete
 when matched then update set __ivm_t.`region` = __ivm_s.`region`, __ivm_t.`n` = __ivm_s.`n`, __ivm_t.`revenue` = __ivm_s.`revenue`, __ivm_t.`__ivm_g_0` = __ivm_s.`__ivm_g_0`, __ivm_t.`__ivm_count` = __ivm_s.`__ivm_count`, __ivm_t.`__ivm_s0` = __ivm_s.`__ivm_s0`, __ivm_t.`__ivm_s1` = __ivm_s.`__ivm_s1`, __ivm_t.`__ivm_n1` = __ivm_s.`__ivm_n1`

@@ -70,14 +70,15 @@ end) is not null or ((not f.__ivm_is_new or l.__ivm_is_new)
 merge into analytics.join_del_ins __ivm_t
 using (
   select distinct true as __ivm_del, cast(null as bigint) as `order_id`, cast(null as decimal(10,2)) as `amount`, cast(null as string) as `region`, __ivm_k.`__ivm_orders__order_id`, cast(null as bigint) as `__ivm_customers__customer_id`
-  from (select `order_id` as __ivm_orders__order_id from __ivm_join_del_ins_chg_orders __ivm_c) __ivm_k
+  from (select `order_id` as __ivm_orders__order_id from __ivm_join_del_ins_chg_orders __ivm_c) __ivm_k cross join (select count(*) > 0 as __ivm_has from analytics.join_del_ins where `__ivm_orders__order_id` is null) __ivm_n
+  where (not (__ivm_k.`__ivm_orders__order_id` is null) or __ivm_n.__ivm_has)
   union all
   select false as __ivm_del, `order_id`, `amount`, `region`, `__ivm_orders__order_id`, `__ivm_customers__customer_id` from (select * from (
-select o.order_id, o.amount, c.region , `o`.`order_id` as __ivm_orders__order_id, `c`.`customer_id` as __ivm_customers__customer_id from (select `order_id`, `customer_id`, `amount`, `status` from __ivm_join_del_ins_chg_orders where __ivm_new) o join raw.customers c on o.customer_id = c.customer_id where o.status <> 'cancelled'
+select o.order_id, o.amount, c.region , `o`.`order_id` as __ivm_orders__order_id, `c`.`customer_id` as __ivm_customers__customer_id from (select /*+ BROADCAST */ * from (select `order_id`, `customer_id`, `amount`, `status` from __ivm_join_del_ins_chg_orders where __ivm_new) __ivm_b) o join (select * from raw.customers __ivm_r where (`customer_id`) in (select `customer_id` from (select /*+ BROADCAST */ * from (select `order_id`, `customer_id`, `amount`, `status` from __ivm_join_del_ins_chg_orders where __ivm_new) __ivm_b) __ivm_p)) c on o.customer_id = c.customer_id where o.status <> 'cancelled'
 ) __ivm_term_0
 union all
 select * from (
-select o.order_id, o.amount, c.region , `o`.`order_id` as __ivm_orders__order_id, `c`.`customer_id` as __ivm_customers__customer_id from (select __ivm_s.* from raw.orders __ivm_s left anti join __ivm_join_del_ins_chg_orders __ivm_k on __ivm_s.`order_id` <=> __ivm_k.`order_id`) o join (select `customer_id`, `region` from __ivm_join_del_ins_chg_customers where __ivm_new) c on o.customer_id = c.customer_id where o.status <> 'cancelled'
+select o.order_id, o.amount, c.region , `o`.`order_id` as __ivm_orders__order_id, `c`.`customer_id` as __ivm_customers__customer_id from (select * from (select __ivm_s.* from raw.orders __ivm_s left anti join (select /*+ BROADCAST */ * from __ivm_join_del_ins_chg_orders __ivm_b) __ivm_k on __ivm_s.`order_id` <=> __ivm_k.`order_id`) __ivm_r where (`customer_id`) in (select `customer_id` from (select /*+ BROADCAST */ * from (select `customer_id`, `region` from __ivm_join_del_ins_chg_customers where __ivm_new) __ivm_b) __ivm_p)) o join (select /*+ BROADCAST */ * from (select `customer_id`, `region` from __ivm_join_del_ins_chg_customers where __ivm_new) __ivm_b) c on o.customer_id = c.customer_id where o.status <> 'cancelled'
 ) __ivm_term_1) __ivm_i
 ) __ivm_s
 on __ivm_s.__ivm_del and __ivm_t.`__ivm_orders__order_id` <=> __ivm_s.`__ivm_orders__order_id`

@@ -39,7 +39,7 @@ using (
   from (select distinct `__ivm_g_0` from (select distinct * from (
 select `__ivm_g_0` from (
 select `customer_id`, `__ivm_g_0`, `__ivm_count`, `__ivm_s0`, `__ivm_s1`, __ivm_sign_0 as __ivm_sign from (
-select  customer_id, customer_id as __ivm_g_0, count(*) as __ivm_count, max(amount) as __ivm_s0, count(*) as __ivm_s1  , `orders`.`__ivm_sign` as __ivm_sign_0 from (select *, 1 as __ivm_sign from (select `order_id`, `customer_id`, `amount`, `status` from __ivm_minmax_recompute_chg_orders where __ivm_new) __ivm_n union all select *, -1 as __ivm_sign from (select `order_id`, `customer_id`, `amount`, `status` from (select __ivm_before.* from __ivm_minmax_recompute_chg_orders where __ivm_old) __ivm_b) __ivm_o) `orders` group by customer_id
+select  customer_id, customer_id as __ivm_g_0, count(*) as __ivm_count, max(amount) as __ivm_s0, count(*) as __ivm_s1  , `orders`.`__ivm_sign` as __ivm_sign_0 from (select /*+ BROADCAST */ * from (select *, 1 as __ivm_sign from (select `order_id`, `customer_id`, `amount`, `status` from __ivm_minmax_recompute_chg_orders where __ivm_new) __ivm_n union all select *, -1 as __ivm_sign from (select `order_id`, `customer_id`, `amount`, `status` from (select __ivm_before.* from __ivm_minmax_recompute_chg_orders where __ivm_old) __ivm_b) __ivm_o) __ivm_b) `orders` group by customer_id
 , `orders`.`__ivm_sign`
 ) __ivm_t(`customer_id`, `__ivm_g_0`, `__ivm_count`, `__ivm_s0`, `__ivm_s1`, __ivm_sign_0)
 ) __ivm_s
@@ -49,11 +49,13 @@ select  customer_id, max(amount) as top, count(*) as n, customer_id as __ivm_g_0
 ) __ivm_r left semi join (select distinct * from (
 select `__ivm_g_0` from (
 select `customer_id`, `__ivm_g_0`, `__ivm_count`, `__ivm_s0`, `__ivm_s1`, __ivm_sign_0 as __ivm_sign from (
-select  customer_id, customer_id as __ivm_g_0, count(*) as __ivm_count, max(amount) as __ivm_s0, count(*) as __ivm_s1  , `orders`.`__ivm_sign` as __ivm_sign_0 from (select *, 1 as __ivm_sign from (select `order_id`, `customer_id`, `amount`, `status` from __ivm_minmax_recompute_chg_orders where __ivm_new) __ivm_n union all select *, -1 as __ivm_sign from (select `order_id`, `customer_id`, `amount`, `status` from (select __ivm_before.* from __ivm_minmax_recompute_chg_orders where __ivm_old) __ivm_b) __ivm_o) `orders` group by customer_id
+select  customer_id, customer_id as __ivm_g_0, count(*) as __ivm_count, max(amount) as __ivm_s0, count(*) as __ivm_s1  , `orders`.`__ivm_sign` as __ivm_sign_0 from (select /*+ BROADCAST */ * from (select *, 1 as __ivm_sign from (select `order_id`, `customer_id`, `amount`, `status` from __ivm_minmax_recompute_chg_orders where __ivm_new) __ivm_n union all select *, -1 as __ivm_sign from (select `order_id`, `customer_id`, `amount`, `status` from (select __ivm_before.* from __ivm_minmax_recompute_chg_orders where __ivm_old) __ivm_b) __ivm_o) __ivm_b) `orders` group by customer_id
 , `orders`.`__ivm_sign`
 ) __ivm_t(`customer_id`, `__ivm_g_0`, `__ivm_count`, `__ivm_s0`, `__ivm_s1`, __ivm_sign_0)
 ) __ivm_s
 ) __ivm_a) __ivm_a on __ivm_r.`__ivm_g_0` <=> __ivm_a.`__ivm_g_0`)) __ivm_r on __ivm_a.`__ivm_g_0` <=> __ivm_r.`__ivm_g_0`
+  cross join (select count(*) > 0 as __ivm_has from analytics.minmax_recompute where `__ivm_g_0` is null) __ivm_n
+  where __ivm_r.__ivm_present or (not (__ivm_a.`__ivm_g_0` is null) or __ivm_n.__ivm_has)
 ) __ivm_s
 on __ivm_t.`__ivm_g_0` <=> __ivm_s.__ivm_mk_0
 when matched and __ivm_s.__ivm_present is null then delete
