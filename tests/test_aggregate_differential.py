@@ -118,4 +118,4 @@ def history(project_factory) -> tuple[IvmProject, RandomHistory]:
     )
 
 
-test_aggregate_models_match_definition = differential_test("history", list(MODELS), max_examples=5)
+test_aggregate_models_match_definition = differential_test("history", list(MODELS), max_examples=4)

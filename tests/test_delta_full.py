@@ -56,9 +56,9 @@ def feed_history(project_factory) -> tuple[IvmProject, RandomHistory]:
 
 # a refresh of all ten models takes several seconds on Delta: fewer examples than the
 # parquet differential tests, which cover the same algorithms
-test_delta_models_match_definition = differential_test("history", list(DIFFERENTIAL), max_examples=3)
+test_delta_models_match_definition = differential_test("history", list(DIFFERENTIAL), max_examples=2)
 test_models_over_delta_change_feeds_match_definition = differential_test(
-    "feed_history", list(DIFFERENTIAL), max_examples=3
+    "feed_history", list(DIFFERENTIAL), max_examples=2
 )
 
 

@@ -22,7 +22,9 @@
 {% macro default__ivm_ensure_refresh_log() %}
   {%- set log = dbt_ivm.ivm_refresh_log_relation() -%}
   {%- do run_query('create schema if not exists ' ~ log.without_identifier()) -%}
-  {%- set have = adapter.get_columns_in_relation(log) | map(attribute='name') | map('lower') | list -%}
+  {#- asked of dbt's relation cache first: describing a missing table makes Spark log an error -#}
+  {%- set found = adapter.get_relation(database=log.database, schema=log.schema, identifier=log.identifier) -%}
+  {%- set have = (adapter.get_columns_in_relation(log) if found else []) | map(attribute='name') | map('lower') | list -%}
   {%- if have and 'event' not in have -%}
     {#- a log of an older version of the package (one partition per model, rewritten on
         every append): moved into the append-only layout, one partition per row -#}
