@@ -60,6 +60,7 @@ def test_benchmark_end_to_end_every_check_passes(spark: SparkSession, tmp_path: 
         assert sample.refresh_s is not None and sample.rebuild_s is not None
     assert result.fixed_cost.noop_paths == {w: ["no-op"] for w in SMOKE_WORKLOADS}
     assert result.fixed_cost.view_s
+    assert result.fixed_cost.small_paths == ["incremental"] and result.fixed_cost.small_s
     # w1, w2 and w3 are not measured on date-localised batches: they apply them at the end
     assert [(c.workload, c.batches, c.path, c.check) for c in result.catch_up] == [
         (w, 1, "incremental", "pass") for w in ("w1", "w2", "w3")
@@ -124,6 +125,7 @@ def test_benchmark_on_delta_with_the_hand_written_twin(
     assert sample.path == "incremental" and sample.rows_deleted and sample.rows_inserted
     assert sample.hand_s is not None and sample.hand_wrong is not None
     assert sample.hand_wrong["extra"] > 0 and sample.hand_wrong["missing"] == 0, sample.hand_wrong
+    assert result.fixed_cost.small_paths == ["incremental"]
     report = (config.out / MARKDOWN_FILE).read_text()
     assert "Delta tables (upstreams with change data feed" in report
     assert "## Against the hand-written incremental model" in report

@@ -14,7 +14,7 @@ from dbt_common.events.base_types import EventMsg
 from pyspark.sql import SparkSession
 
 from dbt_ivm.benchmark.upstreams import KEYS
-from dbt_ivm.benchmark.workloads import VIEW_MODEL, VIEW_SQL, Workload
+from dbt_ivm.benchmark.workloads import SMALL_MODEL, VIEW_MODEL, VIEW_SQL, Workload, small_sql
 from dbt_ivm.runner import DbtProject, failure_text
 
 PROJECT_NAME = "ivm_bench"
@@ -97,6 +97,7 @@ class BenchProject:
         (root / "packages.yml").write_text(f"packages:\n  - local: {package}\n")
         (models / "sources.yml").write_text(project._sources_yaml())
         (models / f"{VIEW_MODEL}.sql").write_text(VIEW_SQL)
+        (models / f"{SMALL_MODEL}.sql").write_text(small_sql(file_format))
         spark.sql(f"drop database if exists {schema} cascade")
         spark.sql(f"create database {schema}")
         project.dbt.invoke("deps", "--quiet")

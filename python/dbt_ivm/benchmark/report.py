@@ -8,7 +8,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from dbt_ivm.benchmark.results import PHASES, BenchResult, Point, median, points
-from dbt_ivm.benchmark.workloads import WORKLOADS
+from dbt_ivm.benchmark.workloads import SMALL_MODEL, SMALL_ROWS, WORKLOADS
 
 JSON_FILE, MARKDOWN_FILE, PLOT_FILE = "results.json", "results.md", "plot.png"
 
@@ -245,6 +245,14 @@ def _fixed(result: BenchResult) -> list[str]:
         ratio = f"{noop / view:.1f}" if noop and view else ""
         paths = ",".join(sorted(set(fixed.noop_paths.get(name, []))))
         lines.append(f"| {name}_ivm | {_s(noop)} | {_s(view)} | {ratio} | {paths} |")
+    if fixed.small_s:
+        small = median(fixed.small_s)
+        paths = ",".join(sorted(set(fixed.small_paths)))
+        lines += [
+            "",
+            f"`dbt run` of `{SMALL_MODEL}` ({SMALL_ROWS} rows of customer) after one customer row",
+            f"was updated: {_s(small)} s, {small / view:.1f}x the view model's run (paths: {paths}).",
+        ]
     return [*lines, ""]
 
 

@@ -9,6 +9,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
 
 import dbt_ivm
 from dbt_ivm.benchmark import environment, report, tpch, upstreams
@@ -19,7 +20,7 @@ from dbt_ivm.benchmark.profile import SparkProfile
 from dbt_ivm.benchmark.progress import Progress
 from dbt_ivm.benchmark.project import BenchProject
 from dbt_ivm.benchmark.results import BenchResult, CatchUp, Sample
-from dbt_ivm.benchmark.workloads import VIEW_MODEL, Workload, select
+from dbt_ivm.benchmark.workloads import SMALL_MODEL, SMALL_ROWS, VIEW_MODEL, Workload, select
 from dbt_ivm.spark import local_spark
 
 # commit order within a batch: lineitem's change rows read orders as of before the batch
@@ -138,6 +139,7 @@ def _run(
     for w in built:
         if behind[w.name]:
             _catch_up(project, w, behind[w.name], config, progress, result)
+    _small_refresh(project, tables["customer"], config, progress, result)
 
 
 def _build(
@@ -193,6 +195,44 @@ def _fixed_cost(
                 fixed.noop_paths.setdefault(w.name, []).append(path)
         summary = ", ".join(f"{n} {min(v):.2f} s" for n, v in fixed.noop_s.items())
         progress.line(f"  view {min(fixed.view_s):.2f} s; no-op ivm {summary} (fastest of {config.reps})")
+
+
+def _small_refresh(
+    project: BenchProject,
+    customer: upstreams.Upstream,
+    config: BenchConfig,
+    progress: Progress,
+    result: BenchResult,
+) -> None:
+    """Wall time of `dbt run` of a 100-row ivm model after one update of a customer row it
+    reads. Last, after every check: the workloads over customer are not refreshed after it."""
+    with progress.step(
+        f"Fixed cost: {config.reps} x (one changed row, refresh of a {SMALL_ROWS}-row ivm model)"
+    ):
+        built = project.run(SMALL_MODEL)
+        if built.error:
+            result.fixed_cost.small_paths.append("error")
+            progress.line(f"  {SMALL_MODEL} failed to build: {first_line(built.error)}")
+            return
+        for rep in range(config.reps):
+            row = customer.frame().where(F.col("c_custkey") == rep + 1)
+            update = row.withColumn("_change_type", F.lit("update_preimage")).unionByName(
+                row.withColumn("c_acctbal", F.col("c_acctbal") + 1).withColumn(
+                    "_change_type", F.lit("update_postimage")
+                )
+            )
+            customer.commit(update)
+            outcome = project.run(SMALL_MODEL)
+            result.fixed_cost.small_s.append(outcome.wall_s)
+            path = (
+                "error"
+                if outcome.error
+                else "no-op"
+                if outcome.noop
+                else refresh_entry(project, SMALL_MODEL)["path"]
+            )
+            result.fixed_cost.small_paths.append(str(path))
+        progress.line(f"  {min(result.fixed_cost.small_s):.2f} s (fastest of {config.reps})")
 
 
 def _measure_point(

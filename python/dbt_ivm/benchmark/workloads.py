@@ -168,6 +168,17 @@ left join customer_orders on customer_orders.o_custkey = customers.c_custkey
 # a plain view model: the fixed cost of a `dbt run` without dbt_ivm
 VIEW_MODEL = "bench_view"
 VIEW_SQL = "{{ config(materialized='view') }}\nselect * from {{ source('tpch', 'orders') }}\n"
+# a 100-row ivm model: the fixed cost of an incremental refresh of one changed row
+SMALL_MODEL = "bench_small_ivm"
+SMALL_ROWS = 100
+
+
+def small_sql(file_format: str) -> str:
+    return (
+        f"{{{{ config(materialized='ivm', file_format='{file_format}') }}}}\n"
+        "select c_custkey, c_name, c_acctbal from {{ source('tpch', 'customer') }}\n"
+        f"where c_custkey <= {SMALL_ROWS}\n"
+    )
 
 
 def select(names: list[str]) -> list[Workload]:
