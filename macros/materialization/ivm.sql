@@ -32,7 +32,7 @@
 
   {#- execute -#}
   {%- if refresh.path == 'no-op' -%}
-    {%- do dbt_ivm._ivm_log_unchanged(model, target_relation, refresh.state, entry) -%}
+    {%- do dbt_ivm._ivm_log_unchanged(model, entry) -%}
   {%- else -%}
     {%- set full_reason = refresh.reason -%}
     {%- if refresh.path == 'incremental' -%}
@@ -71,6 +71,6 @@
 
 {#- A refresh that found nothing changed since the last successful one: nothing to write
     (its state read was dbt's 'main' statement), a line in dbt's log. -#}
-{% macro _ivm_log_unchanged(model, target, state, entry) %}
+{% macro _ivm_log_unchanged(model, entry) %}
   {{ log('dbt_ivm: ' ~ model.name ~ ': no-op (no upstream changes) in ' ~ dbt_ivm._ivm_seconds_since(entry.started_at) ~ ' s', info=true) }}
 {% endmacro %}
