@@ -24,15 +24,20 @@ def measured(*timings: tuple[float, float | None, float]) -> list[Point]:
     [
         (
             [(0.001, 2.0, 10.0), (0.1, 12.0, 10.0), (0.01, 5.0, 10.0)],
-            "between 1.00% and 10.00% (0.10% 5.0x, 1.00% 2.0x, 10.00% 0.8x)",
+            "between 1% and 10% (0.1% 5.0x, 1% 2.0x, 10% 0.8x)",
         ),
         (
             [(0.001, 2.0, 10.0), (0.01, 4.0, 10.0)],
-            "refresh faster at every measured size (0.10% 5.0x, 1.00% 2.5x)",
+            "refresh faster at every measured size (0.1% 5.0x, 1% 2.5x)",
         ),
         (
             [(0.001, 10.0, 10.0), (0.01, 20.0, 10.0)],
-            "rebuild at least as fast from the smallest size on (0.10% 1.0x, 1.00% 0.5x)",
+            "rebuild at least as fast from the smallest size on (0.1% 1.0x, 1% 0.5x)",
+        ),
+        # sizes below 0.01% keep their digits
+        (
+            [(0.00001, 1.0, 10.0), (0.0001, 2.0, 10.0)],
+            "refresh faster at every measured size (0.001% 10.0x, 0.01% 5.0x)",
         ),
         ([(0.001, None, 10.0)], "not measured"),
     ],

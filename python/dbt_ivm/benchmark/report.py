@@ -29,7 +29,8 @@ def _rows(value: float | None) -> str:
     return "" if value is None else f"{value:,.0f}"
 
 
-def _percent(fraction: float) -> str:
+def percent(fraction: float) -> str:
+    """A change size as the benchmark prints it everywhere (0.001% stays 0.001%)."""
     return f"{fraction * 100:g}%"
 
 
@@ -140,7 +141,7 @@ def _profiles(all_points: list[Point]) -> list[str]:
     ]
     for p in sorted(chosen, key=lambda p: (p.workload, p.locality, p.kind, p.fraction)):
         lines.append(
-            f"| {p.workload} | {p.locality} | {p.kind} | {_percent(p.fraction)} "
+            f"| {p.workload} | {p.locality} | {p.kind} | {percent(p.fraction)} "
             f"| {_usage(p, 'refresh_profile')} | {_usage(p, 'rebuild_profile')} |"
         )
     return [*lines, ""]
@@ -170,7 +171,7 @@ def _hand(all_points: list[Point]) -> list[str]:
         last = max(p.samples, key=lambda s: s.rep).hand_wrong or {}
         wrong = " / ".join(f"{last.get(k, 0):,}" for k in ("extra", "missing", "stale")) if last else ""
         lines.append(
-            f"| {p.workload} | {p.kind} | {_percent(p.fraction)} | {_s(refresh)} | {_s(hand)} | {ratio} "
+            f"| {p.workload} | {p.kind} | {percent(p.fraction)} | {_s(refresh)} | {_s(hand)} | {ratio} "
             f"| {wrong} | {p.check} |"
         )
     return [*lines, ""]
@@ -182,7 +183,7 @@ def crossover(chosen: list[Point]) -> str:
     ordered = sorted((p for p in chosen if p.ratio is not None), key=lambda p: p.fraction)
     if not ordered:
         return "not measured"
-    sizes = ", ".join(f"{p.fraction:.2%} {p.ratio:.1f}x" for p in ordered)
+    sizes = ", ".join(f"{percent(p.fraction)} {p.ratio:.1f}x" for p in ordered)
     losing = [p for p in ordered if p.ratio <= 1]
     if not losing:
         return f"refresh faster at every measured size ({sizes})"
@@ -190,7 +191,7 @@ def crossover(chosen: list[Point]) -> str:
     if first is ordered[0]:
         return f"rebuild at least as fast from the smallest size on ({sizes})"
     previous = ordered[ordered.index(first) - 1]
-    return f"between {previous.fraction:.2%} and {first.fraction:.2%} ({sizes})"
+    return f"between {percent(previous.fraction)} and {percent(first.fraction)} ({sizes})"
 
 
 def _crossovers(all_points: list[Point]) -> list[str]:
@@ -273,7 +274,7 @@ def _point_table(chosen: list[Point]) -> list[str]:
         )
         check = p.check + (" (errors)" if any(s.errors for s in p.samples) else "")
         lines.append(
-            f"| {p.locality} | {p.kind} | {_percent(p.fraction)} | {changed} | {_s(p.med('rebuild_s'))} "
+            f"| {p.locality} | {p.kind} | {percent(p.fraction)} | {changed} | {_s(p.med('rebuild_s'))} "
             f"| {_s(p.med('refresh_s'))} | {ratio} | {_s(p.med('refresh_log_s'))} | {phases} | {moved} "
             f"| {p.paths} | {check} |"
         )

@@ -120,7 +120,7 @@ def _run(
             for fraction in config.fractions:
                 for rep in range(1, config.reps + 1):
                     done += 1
-                    label = f"[{done}/{total}] {locality} {kind} {fraction:.2%} rep {rep}"
+                    label = f"[{done}/{total}] {locality} {kind} {report.percent(fraction)} rep {rep}"
                     spec = BatchSpec(
                         kind, fraction, locality, batch_seed(config, locality, kind, fraction, rep)
                     )
