@@ -85,11 +85,8 @@
     reads the change set twice more (the feed check before the refresh covers that version
     too: retention, recreation, schema). -#}
 {% macro _ivm_old_version_sql(p) %}
-  {%- if p.up.get('feed') == 'delta' and p['from'] is not none -%}
-    {{ return('(select ' ~ dbt_ivm._ivm_quote_all(p.columns | map(attribute='name')) | join(', ') ~ ' from '
-        ~ dbt_ivm.ivm_snapshot_sql(p.up, p.columns, p['from']) ~ ' __ivm_f)') }}
-  {%- endif -%}
-  {%- if p.up.kind == 'change_log' -%}
+  {%- set time_travel = p.up.get('feed') == 'delta' and p['from'] is not none -%}
+  {%- if p.up.kind == 'change_log' and not time_travel -%}
     {{ return('(select * from ' ~ dbt_ivm._ivm_unchanged_rows_sql(p) ~ ' __ivm_u union all select * from ' ~
         dbt_ivm._ivm_old_images_sql(p) ~ ' __ivm_o)') }}
   {%- endif -%}

@@ -7,7 +7,7 @@ import json
 from dataclasses import asdict
 from pathlib import Path
 
-from dbt_ivm.benchmark.results import PHASES, BenchResult, Point, median, points
+from dbt_ivm.benchmark.results import PHASES, BenchResult, Point, median, percent, points
 from dbt_ivm.benchmark.workloads import SMALL_MODEL, SMALL_ROWS, WORKLOADS
 
 JSON_FILE, MARKDOWN_FILE, PLOT_FILE = "results.json", "results.md", "plot.png"
@@ -27,11 +27,6 @@ def _s(value: float | None, digits: int = 2) -> str:
 
 def _rows(value: float | None) -> str:
     return "" if value is None else f"{value:,.0f}"
-
-
-def percent(fraction: float) -> str:
-    """A change size as the benchmark prints it everywhere (0.001% stays 0.001%)."""
-    return f"{fraction * 100:g}%"
 
 
 def markdown(result: BenchResult) -> str:

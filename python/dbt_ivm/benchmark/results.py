@@ -8,6 +8,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+
+def percent(fraction: float) -> str:
+    """A change size as the benchmark prints it everywhere (0.001% stays 0.001%)."""
+    return f"{fraction * 100:g}%"
+
+
 PHASES: tuple[str, ...] = ("changes", "delta", "apply", "bookkeeping")
 
 
@@ -90,7 +96,7 @@ class BenchResult:
         found = [f"build {name}: {b['error']}" for name, b in self.builds.items() if b.get("error")]
         for s in self.samples:
             found += [
-                f"{s.workload} {s.locality} {s.kind} {s.fraction:.4%} rep {s.rep}: {e}" for e in s.errors
+                f"{s.workload} {s.locality} {s.kind} {percent(s.fraction)} rep {s.rep}: {e}" for e in s.errors
             ]
         for c in self.catch_up:
             found += [f"{c.workload} catch-up: {e}" for e in c.errors]

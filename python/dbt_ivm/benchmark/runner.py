@@ -19,7 +19,7 @@ from dbt_ivm.benchmark.measure import check, first_line, measure_refresh, refres
 from dbt_ivm.benchmark.profile import SparkProfile
 from dbt_ivm.benchmark.progress import Progress
 from dbt_ivm.benchmark.project import BenchProject
-from dbt_ivm.benchmark.results import BenchResult, CatchUp, Sample
+from dbt_ivm.benchmark.results import BenchResult, CatchUp, Sample, percent
 from dbt_ivm.benchmark.workloads import SMALL_MODEL, SMALL_ROWS, VIEW_MODEL, Workload, select
 from dbt_ivm.spark import local_spark
 
@@ -120,7 +120,7 @@ def _run(
             for fraction in config.fractions:
                 for rep in range(1, config.reps + 1):
                     done += 1
-                    label = f"[{done}/{total}] {locality} {kind} {report.percent(fraction)} rep {rep}"
+                    label = f"[{done}/{total}] {locality} {kind} {percent(fraction)} rep {rep}"
                     spec = BatchSpec(
                         kind, fraction, locality, batch_seed(config, locality, kind, fraction, rep)
                     )
