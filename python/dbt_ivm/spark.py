@@ -99,21 +99,41 @@ class ThriftServer:
     port: int
     ui_port: int
     process: subprocess.Popen[bytes]
+    log: Path
 
-    def running_statements(self) -> int:
-        """SQL executions still running on the server (its UI's REST API)."""
+    def running_statements(self) -> dict[int, str]:
+        """SQL executions the server's UI (its REST API) shows as running: id -> description."""
         base = f"http://{self.host}:{self.ui_port}/api/v1/applications"
         with urllib.request.urlopen(base, timeout=10) as r:
             app = json.load(r)[0]["id"]
         with urllib.request.urlopen(f"{base}/{app}/sql?details=false&length=100000", timeout=10) as r:
-            return sum(1 for e in json.load(r) if e["status"] == "RUNNING")
+            return {
+                int(e["id"]): str(e.get("description", ""))[:200]
+                for e in json.load(r)
+                if e["status"] == "RUNNING"
+            }
 
-    def wait_idle(self, timeout: float = 300.0) -> None:
-        """Until no statement runs: those of a killed client finish or are cancelled first."""
+    def wait_idle(self, timeout: float = 300.0, quiet: float = 30.0) -> None:
+        """Until no statement runs: those of a killed client finish or are cancelled first.
+
+        The UI can show an execution RUNNING for good when its end event was lost (seen once
+        in CI after a client was killed mid-statement); executions count as stale once the
+        running set and the server's log have not changed for `quiet` seconds, since a live
+        statement logs every job, stage and file it reads."""
         deadline = time.monotonic() + timeout
-        while self.running_statements():
+        state: tuple[dict[int, str], int] | None = None
+        since = time.monotonic()
+        while running := self.running_statements():
+            now = (running, self.log.stat().st_size)
+            if now != state:
+                state, since = now, time.monotonic()
+            elif time.monotonic() - since > quiet:
+                return
             if time.monotonic() > deadline:
-                raise TimeoutError(f"the thrift server on port {self.port} stayed busy for {timeout:.0f} s")
+                listed = "; ".join(f"{i}: {d}" for i, d in sorted(running.items()))
+                raise TimeoutError(
+                    f"the thrift server on port {self.port} stayed busy for {timeout:.0f} s: {listed}"
+                )
             time.sleep(0.2)
 
 
@@ -143,14 +163,13 @@ def thrift_server(
     env = {**os.environ, "SPARK_HOME": str(spark_home)}
     with open(home / "thrift-server.log", "wb") as log:
         process = subprocess.Popen([*argv, "spark-internal"], env=env, stdout=log, stderr=subprocess.STDOUT)
-    server = ThriftServer("127.0.0.1", port, ui_port, process)
+    server = ThriftServer("127.0.0.1", port, ui_port, process, home / "thrift-server.log")
     try:
         deadline = time.monotonic() + startup_timeout
         while not port_open(server.host, port):
             if process.poll() is not None or time.monotonic() > deadline:
-                log = home / "thrift-server.log"
                 raise RuntimeError(
-                    f"the Spark Thrift Server did not start in {startup_timeout:.0f} s: see {log}"
+                    f"the Spark Thrift Server did not start in {startup_timeout:.0f} s: see {server.log}"
                 )
             time.sleep(0.5)
         yield server
