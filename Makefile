@@ -21,10 +21,8 @@ demo: setup
 lint: setup
 	$(BIN)/ruff check python tests
 
-# two pytest workers, one test file each at a time: a worker is mostly single-threaded
-# (dbt's parsing, Spark's driver), so two share the 2 cores of these machines well
 test: lint
-	$(BIN)/python -m pytest -n 2 --dist loadfile
+	$(BIN)/python -m pytest
 
 # the fast tier: analysis, change SQL and CLI at macro level, no Spark session (well under a minute)
 quick: lint

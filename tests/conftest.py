@@ -35,8 +35,11 @@ def delta_missing() -> str | None:
 @pytest.fixture(scope="session")
 def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkSession]:
     home = tmp_path_factory.mktemp("spark_home")
-    # small test data: one shuffle partition avoids idle tasks on every stage
-    session = local_spark(home, {"spark.sql.shuffle.partitions": "1"}, delta=delta_missing() is None)
+    # small test data: one shuffle partition avoids idle tasks on every stage; dbt runs 4
+    # models at once in this one driver, whose heap also plans their large change statements
+    # (2g ran out once while broadcasting a 7-row change set)
+    conf = {"spark.sql.shuffle.partitions": "1", "spark.driver.memory": "4g"}
+    session = local_spark(home, conf, delta=delta_missing() is None)
     yield session
     session.stop()
 
