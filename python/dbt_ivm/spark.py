@@ -161,9 +161,10 @@ def thrift_server(
     for key, value in conf.items():
         argv += ["--conf", f"{key}={value}"]
     env = {**os.environ, "SPARK_HOME": str(spark_home)}
-    with open(home / "thrift-server.log", "wb") as log:
+    log_path = home / "thrift-server.log"
+    with open(log_path, "wb") as log:
         process = subprocess.Popen([*argv, "spark-internal"], env=env, stdout=log, stderr=subprocess.STDOUT)
-    server = ThriftServer("127.0.0.1", port, ui_port, process, home / "thrift-server.log")
+    server = ThriftServer("127.0.0.1", port, ui_port, process, log_path)
     try:
         deadline = time.monotonic() + startup_timeout
         while not port_open(server.host, port):
