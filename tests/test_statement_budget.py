@@ -49,16 +49,17 @@ MODELS = ("by_region", "order_regions", "customer_totals", "regional_orders")
 
 # (format, path) -> the most statements one refresh may send: (the aggregate and the join,
 # the partitioned join, the keyed mart). On parquet the partitioned join rewrites the
-# partitions an update touches; on Delta the listing of the upstreams' schema is sent by
-# whichever model dbt runs first.
+# partitions an update touches. The listing of the upstreams' schema (SHOW TABLE EXTENDED,
+# kept in dbt's relation cache for the invocation) is sent by whichever model reads it
+# first, so each budget counts it.
 BUDGET = {
-    ("parquet", "no-op"): (6, 6, 6),
-    ("parquet", "incremental"): (15, 19, 18),
+    ("parquet", "no-op"): (3, 3, 3),
+    ("parquet", "incremental"): (12, 16, 15),
     ("delta", "no-op"): (7, 7, 7),
     ("delta", "incremental"): (17, 17, 20),
-    ("parquet", "insert-only"): (15, 14, 18),
+    ("parquet", "insert-only"): (12, 11, 15),
     ("delta", "insert-only"): (17, 17, 20),
-    ("parquet", "full"): (19, 17, 19),
+    ("parquet", "full"): (16, 14, 16),
     ("delta", "full"): (19, 19, 19),
 }
 COLUMN = {"regional_orders": 1, "customer_totals": 2}

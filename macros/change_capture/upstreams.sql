@@ -105,7 +105,7 @@
     {%- endif -%}
     {%- do result.append({'uid': uid, 'name': display, 'short': short, 'relation': relation, 'parts': parts, 'snapshots': snapshots,
                           'kind': kind, 'feed': feed, 'unique_key': key, 'change_log': change_log, 'watermark': meta.get('watermark'),
-                          'hidden': hidden, 'problems': problems}) -%}
+                          'hidden': hidden, 'problems': problems, 'source': is_source}) -%}
   {%- endfor -%}
   {{ return(result) }}
 {% endmacro %}
@@ -217,6 +217,35 @@
     {%- endif -%}
   {%- endfor -%}
   {{ return(columns) }}
+{% endmacro %}
+
+{#- The columns of a relation a source upstream reads (the table or its declared change
+    log), from the SHOW TABLE EXTENDED listing of its schema that dbt's relation cache keeps
+    for the invocation: one listing per schema instead of a DESCRIBE per table. Only for
+    sources: dbt builds none of them during the run, so the listing stays current. None
+    where the listing cannot say (see _ivm_listing_columns); the caller then describes. -#}
+{% macro _ivm_listed_columns(up, relation) %}
+  {%- if not up.get('source') or relation is none -%}{{ return(none) }}{%- endif -%}
+  {%- set listed = adapter.get_relation(database=relation.database, schema=relation.schema, identifier=relation.identifier) -%}
+  {{ return(dbt_ivm._ivm_listing_columns(listed.information if listed is not none else none)) }}
+{% endmacro %}
+
+{#- The columns in the information text of a SHOW TABLE EXTENDED row (its "Schema: root"
+    tree), with the type names DESCRIBE gives them; none unless every column is a plain
+    type the tree names unambiguously: not for a Delta table (its catalog entry holds no
+    columns), a nested type, or information in another form. -#}
+{% macro _ivm_listing_columns(text) %}
+  {%- set text = text or '' -%}
+  {%- if 'Provider: delta' in text or '\nSchema: root\n' not in text -%}{{ return(none) }}{%- endif -%}
+  {%- set names = {'long': 'bigint', 'integer': 'int', 'short': 'smallint', 'byte': 'tinyint'} -%}
+  {%- set columns = [] -%}
+  {%- for line in text.split('\nSchema: root\n', 1)[1].split('\n') if line.strip() -%}
+    {%- set m = modules.re.fullmatch(' [|]-- (.+): (string|double|float|boolean|binary|date|timestamp|timestamp_ntz|long|integer'
+        '|short|byte|decimal[(][0-9]+,[0-9]+[)]) [(]nullable = (?:true|false)[)]', line) -%}
+    {%- if m is none -%}{{ return(none) }}{%- endif -%}
+    {%- do columns.append(api.Column(m.group(1), names.get(m.group(2), m.group(2)))) -%}
+  {%- endfor -%}
+  {{ return(columns or none) }}
 {% endmacro %}
 
 {#- The change log an ivm table stored as parquet writes for its ivm dependents. -#}
