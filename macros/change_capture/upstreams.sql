@@ -105,7 +105,7 @@
     {%- endif -%}
     {%- do result.append({'uid': uid, 'name': display, 'short': short, 'relation': relation, 'parts': parts, 'snapshots': snapshots,
                           'kind': kind, 'feed': feed, 'unique_key': key, 'change_log': change_log, 'watermark': meta.get('watermark'),
-                          'hidden': hidden, 'problems': problems, 'source': is_source}) -%}
+                          'hidden': hidden, 'problems': problems}) -%}
   {%- endfor -%}
   {{ return(result) }}
 {% endmacro %}
@@ -219,15 +219,19 @@
   {{ return(columns) }}
 {% endmacro %}
 
-{#- The columns of a relation a source upstream reads (the table or its declared change
-    log), from the SHOW TABLE EXTENDED listing of its schema that dbt's relation cache keeps
-    for the invocation: one listing per schema instead of a DESCRIBE per table. Only for
-    sources: dbt builds none of them during the run, so the listing stays current. None
-    where the listing cannot say (see _ivm_listing_columns); the caller then describes. -#}
-{% macro _ivm_listed_columns(up, relation) %}
-  {%- if not up.get('source') or relation is none -%}{{ return(none) }}{%- endif -%}
-  {%- set listed = adapter.get_relation(database=relation.database, schema=relation.schema, identifier=relation.identifier) -%}
-  {{ return(dbt_ivm._ivm_listing_columns(listed.information if listed is not none else none)) }}
+{#- The columns of a relation an upstream reads (the table or its declared change log; []
+    when it does not exist). A source's come from the SHOW TABLE EXTENDED listing of its
+    schema that dbt's relation cache keeps for the invocation (one listing per schema
+    instead of a DESCRIBE per table): dbt builds no source during the run, so the listing
+    stays current. Anything else, or what the listing cannot say (see
+    _ivm_listing_columns), is described. -#}
+{% macro _ivm_upstream_columns(up, relation) %}
+  {%- if up.uid.startswith('source.') -%}
+    {%- set listed = adapter.get_relation(database=relation.database, schema=relation.schema, identifier=relation.identifier) -%}
+    {%- set columns = dbt_ivm._ivm_listing_columns(listed.information if listed is not none else none) -%}
+    {%- if columns -%}{{ return(columns) }}{%- endif -%}
+  {%- endif -%}
+  {{ return(adapter.get_columns_in_relation(relation)) }}
 {% endmacro %}
 
 {#- The columns in the information text of a SHOW TABLE EXTENDED row (its "Schema: root"
@@ -235,11 +239,11 @@
     type the tree names unambiguously: not for a Delta table (its catalog entry holds no
     columns), a nested type, or information in another form. -#}
 {% macro _ivm_listing_columns(text) %}
-  {%- set text = text or '' -%}
-  {%- if 'Provider: delta' in text or '\nSchema: root\n' not in text -%}{{ return(none) }}{%- endif -%}
+  {%- set parts = (text or '').split('\nSchema: root\n', 1) -%}
+  {%- if parts | length < 2 or 'Provider: delta' in parts[0] -%}{{ return(none) }}{%- endif -%}
   {%- set names = {'long': 'bigint', 'integer': 'int', 'short': 'smallint', 'byte': 'tinyint'} -%}
   {%- set columns = [] -%}
-  {%- for line in text.split('\nSchema: root\n', 1)[1].split('\n') if line.strip() -%}
+  {%- for line in parts[1].split('\n') if line.strip() -%}
     {%- set m = modules.re.fullmatch(' [|]-- (.+): (string|double|float|boolean|binary|date|timestamp|timestamp_ntz|long|integer'
         '|short|byte|decimal[(][0-9]+,[0-9]+[)]) [(]nullable = (?:true|false)[)]', line) -%}
     {%- if m is none -%}{{ return(none) }}{%- endif -%}

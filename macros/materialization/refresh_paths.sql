@@ -2,15 +2,13 @@
 
 {#- Columns of an upstream, after checking that it and its change log exist. -#}
 {% macro _ivm_checked_columns(model, up) %}
-  {%- set columns = up.get('described_columns') or dbt_ivm._ivm_listed_columns(up, up.relation)
-      or adapter.get_columns_in_relation(up.relation) -%}
+  {%- set columns = up.get('described_columns') or dbt_ivm._ivm_upstream_columns(up, up.relation) -%}
   {%- if not columns -%}
     {{ exceptions.raise_compiler_error("Model '" ~ model.name ~ "': upstream " ~ up.name ~ ' (' ~ up.relation ~
         ') does not exist. Build or load it first.') }}
   {%- endif -%}
   {%- if up.kind == 'change_log' and up.get('feed') not in ('delta', 'ivm', 'diff') -%}
-    {%- set log_columns = dbt_ivm._ivm_listed_columns(up, up.change_log) or adapter.get_columns_in_relation(up.change_log) -%}
-    {%- set log_names = log_columns | map(attribute='name') | map('lower') | list -%}
+    {%- set log_names = dbt_ivm._ivm_upstream_columns(up, up.change_log) | map(attribute='name') | map('lower') | list -%}
     {%- set missing = [] -%}
     {%- for c in (columns | map(attribute='name') | map('lower') | list) + ['_change_type', '_commit_version'] if c not in log_names -%}
       {%- do missing.append(c) -%}
