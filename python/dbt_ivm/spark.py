@@ -117,24 +117,36 @@ class ThriftServer:
         """Until no statement runs: those of a killed client finish or are cancelled first.
 
         The UI can show an execution RUNNING for good when its end event was lost (seen once
-        in CI after a client was killed mid-statement); executions count as stale once the
-        running set and the server's log have not changed for `quiet` seconds, since a live
-        statement logs every job, stage and file it reads."""
+        in CI after a client was killed mid-statement), and its REST API can answer 404 for a
+        moment (seen once in CI); executions count as stale, and an unanswered query as idle,
+        once what the API said and the server's log have not changed for `quiet` seconds,
+        since a live statement logs every job, stage and file it reads."""
         deadline = time.monotonic() + timeout
-        state: tuple[dict[int, str], int] | None = None
+        state: tuple[dict[int, str] | str, int] | None = None
         since = time.monotonic()
-        while running := self.running_statements():
+        while running := self._running_or_error():
             now = (running, self.log.stat().st_size)
             if now != state:
                 state, since = now, time.monotonic()
             elif time.monotonic() - since > quiet:
                 return
             if time.monotonic() > deadline:
-                listed = "; ".join(f"{i}: {d}" for i, d in sorted(running.items()))
+                listed = (
+                    running
+                    if isinstance(running, str)
+                    else "; ".join(f"{i}: {d}" for i, d in sorted(running.items()))
+                )
                 raise TimeoutError(
                     f"the thrift server on port {self.port} stayed busy for {timeout:.0f} s: {listed}"
                 )
             time.sleep(0.2)
+
+    def _running_or_error(self) -> dict[int, str] | str:
+        """The running statements, or why the UI did not say."""
+        try:
+            return self.running_statements()
+        except (OSError, ValueError, LookupError) as e:
+            return f"the UI did not answer: {e}"
 
 
 @contextmanager
