@@ -1,10 +1,14 @@
 {#- Staging: the SQL of a refresh's change, over the netted change sets read inline (no
     cached views and no counting pass: the apply statement reads the change data itself,
-    and a Delta MERGE returns its row counts). Only the keyed path materializes its
-    affected keys (a small scratch table that two parts of the apply read). A stage is
-    {insert_view (a relation in FROM: the rows to insert), rewrite (rows are deleted),
-    predicates (how to find the deleted rows in the table, see _ivm_join_delete_predicates),
-    reason, reads_upstreams, delta (what the Delta apply needs)}. -#}
+    and a Delta MERGE returns its row counts). Two paths write a small scratch table that
+    several parts of the apply read: the keyed path its affected keys, and on parquet an
+    aggregate its merged groups (or the affected ones), which the rewrite, the rows it
+    replaces and the refresh log's counts would otherwise each compute from the change
+    terms. A stage is {insert_view (a relation in FROM: the rows to insert), rewrite (rows
+    are deleted), predicates (how to find the deleted rows in the table, see
+    _ivm_join_delete_predicates), reason, reads_upstreams, delta (what the Delta apply
+    needs), scratch (the table to drop after the refresh log row, or none), counts (SQL of
+    rows_deleted and rows_inserted for the refresh log row, when the stage knows them)}. -#}
 
 {#- Join-only view: DEL the changed slices by key, INS the query on the new slices. -#}
 {% macro _ivm_stage_join_changes(target, template, plan, state, rewrite, edges=[]) %}
@@ -19,7 +23,7 @@
 {#- Aggregate or DISTINCT view: merge signed per-group deltas into the stored states, or
     recompute the affected groups from the definition where a state cannot absorb the
     change (min/max after deletes or updates, HAVING, other aggregates). -#}
-{% macro _ivm_stage_aggregate_changes(spec, target, target_columns, plan, has_deletes, partitioned, edges=[]) %}
+{% macro _ivm_stage_aggregate_changes(spec, target, target_columns, plan, has_deletes, partitioned, edges=[], scratch=false) %}
   {#- the select list's output names in query order: a partitioned table keeps its
       partition columns last, its definition view keeps the query's order -#}
   {%- set named = adapter.get_columns_in_relation(dbt_ivm._ivm_definition_view(target)) if partitioned else target_columns -%}
@@ -33,6 +37,16 @@
     {%- set change_sql = dbt_ivm.ivm_aggregate_change_sql(spec, names, keys, terms) -%}
     {%- set merged_view = '(' ~ dbt_ivm.ivm_aggregate_merge_sql(spec, target, target_columns, change_sql, keys, visible) ~ ')' -%}
     {%- set kept = '__ivm_count > 0' if keys else 'true' -%}
+    {%- set counts = {} -%}
+    {%- if scratch -%}
+      {#- the merged groups written once: the rewrite, the rows it replaces and the counts of
+          the refresh log read them there instead of evaluating the change terms each -#}
+      {%- set scratch = dbt_ivm._ivm_write_scratch(target, merged_view) -%}
+      {%- set counts = {'rows_deleted': '(select count_if(__ivm_existed) from ' ~ scratch ~ ')',
+                        'rows_inserted': '(select count_if(' ~ kept ~ ') from ' ~ scratch ~ ')'} -%}
+      {%- set change_sql = 'select * from ' ~ scratch -%}
+      {%- set merged_view = scratch -%}
+    {%- endif -%}
     {%- set insert_view = '(select * from ' ~ merged_view ~ ' __ivm_m where ' ~ kept ~ ')' -%}
     {%- if spec.kind == 'distinct' -%}
       {%- set what = 'row multiplicities' -%}
@@ -47,6 +61,11 @@
     {%- set multi = plan | length > 1 -%}
   {%- else -%}
     {%- set affected_view = '(' ~ dbt_ivm._ivm_affected_groups_sql(spec, names, keys, terms) ~ ')' -%}
+    {%- set counts = {} -%}
+    {%- if scratch -%}
+      {%- set scratch = dbt_ivm._ivm_write_scratch(target, affected_view) -%}
+      {%- set affected_view = scratch -%}
+    {%- endif -%}
     {%- set relations = {} -%}
     {%- for p in plan -%}{%- do relations.update({p.index: dbt_ivm.ivm_snapshot_sql(p.up, p.columns, p.to)}) -%}{%- endfor -%}
     {%- set insert_view = '(' ~ dbt_ivm._ivm_aggregate_recompute_sql(dbt_ivm._ivm_fill_relations(spec.full, relations),
@@ -58,7 +77,7 @@
     {%- set delta_apply = {'kind': 'recompute', 'affected_view': affected_view, 'keys': keys} -%}
   {%- endif -%}
   {{ return({'insert_view': insert_view, 'rewrite': true, 'inserts': true, 'predicates': predicates, 'reason': reason,
-             'reads_upstreams': multi, 'delta': delta_apply}) }}
+             'reads_upstreams': multi, 'delta': delta_apply, 'scratch': scratch or none, 'counts': counts}) }}
 {% endmacro %}
 
 {#- Keyed recompute (macros/analysis/keyed.sql): the slices the change touches, from one key
@@ -66,8 +85,8 @@
     definition at the fixed versions, restricted to their keys. The affected keys are
     written to a scratch table (a cached view whose query has a WITH made Spark miss the
     cache of a view read after it in the same statement, so the recompute evaluated every
-    key term again); its real size lets Spark broadcast it. Drop it with
-    _ivm_drop_scratch after the apply. -#}
+    key term again); its real size lets Spark broadcast it. The refresh drops it after
+    its log row. -#}
 {% macro _ivm_stage_keyed_changes(spec, target, plan, file_format) %}
   {%- set key = spec.key -%}
   {%- set by_index = {} -%}
@@ -87,10 +106,8 @@
     {%- set changed_rows = dbt_ivm._ivm_broadcast(p, '(select * from ' ~ images | join(' __ivm_i union all select * from ') ~ ' __ivm_i)') -%}
     {%- do parts.append(dbt_ivm._ivm_fill_relations(term.sql.replace('__IVM_DELTA__', changed_rows), relations)) -%}
   {%- endfor -%}
-  {%- set affected_view = dbt_ivm._ivm_keys_table(target) -%}
-  {%- do run_query('drop table if exists ' ~ affected_view) -%}
-  {%- do run_query('create table ' ~ affected_view ~ ' using ' ~ file_format ~ ' as select distinct * from (\n' ~ parts | join('\nunion all\n')
-      ~ '\n) __ivm_a') -%}
+  {%- set affected_view = dbt_ivm._ivm_write_scratch(target, 'select distinct * from (\n' ~ parts | join('\nunion all\n') ~ '\n) __ivm_a',
+      file_format) -%}
   {%- set relations = {} -%}
   {%- for p in plan -%}{%- do relations.update({p.index: dbt_ivm.ivm_snapshot_sql(p.up, p.columns, p.to)}) -%}{%- endfor -%}
   {#- the definition with the reads that hold only the affected slices' rows pruned to them -#}
@@ -104,10 +121,24 @@
              'delta': {'kind': 'slices', 'affected_view': affected_view, 'keys': key}}) }}
 {% endmacro %}
 
-{#- The keyed path's scratch table of affected keys, next to the model's table. -#}
+{#- A refresh's scratch table, next to the model's table: the keyed path's affected keys,
+    on parquet an aggregate's merged or affected groups. -#}
 {% macro _ivm_keys_table(target) %}
   {{ return(api.Relation.create(database=target.database, schema=target.schema, identifier='__ivm_keys__' ~ target.identifier,
                                 type='table') | string) }}
+{% endmacro %}
+
+{#- Write the rows of sql (a query, or a relation in parentheses) to the scratch table and
+    return its name. One a killed refresh left is dropped first; dbt's relation cache (the
+    listing of the model's schema at the start of the run) says whether there is one. -#}
+{% macro _ivm_write_scratch(target, sql, file_format='parquet') %}
+  {%- set scratch = dbt_ivm._ivm_keys_table(target) -%}
+  {%- if adapter.get_relation(target.database, target.schema, '__ivm_keys__' ~ target.identifier) is not none -%}
+    {%- do run_query('drop table if exists ' ~ scratch) -%}
+  {%- endif -%}
+  {%- set query = 'select * from ' ~ sql ~ ' __ivm_s' if sql.startswith('(') else sql -%}
+  {%- do run_query('create table ' ~ scratch ~ ' using ' ~ file_format ~ ' as ' ~ query) -%}
+  {{ return(scratch) }}
 {% endmacro %}
 
 {#- A changed upstream's rows in a join term, marked for a broadcast join when its netted

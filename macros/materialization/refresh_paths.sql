@@ -302,7 +302,7 @@
     {%- set stage = dbt_ivm._ivm_stage_keyed_changes(spec, target, plan, settings.file_format) -%}
   {%- else -%}
     {%- set stage = dbt_ivm._ivm_stage_aggregate_changes(spec, target, target_columns, plan, nv.old > 0,
-        settings.partition_by | length > 0, inputs.edges) -%}
+        settings.partition_by | length > 0, inputs.edges, not delta) -%}
   {%- endif -%}
   {%- set steps = [] -%}
   {%- for p in changed if change_rows[p.up.name] > 0 or state.repair -%}
@@ -339,11 +339,15 @@
     {%- do entry.sql.update({'rows_inserted': '(select count(*) from ' ~ target ~ ') - ' ~ (sizes['.'] - rows.deleted)}) -%}
   {%- else -%}
     {%- set previous = dbt_ivm.ivm_apply_rewrite(target, columns, stage.insert_view, stage.predicates, described) -%}
-    {#- the rows the rewrite left out, counted in the generation it replaced (kept on disk until the next rewrite) -#}
-    {%- set deleted = '(select count(*) from parquet.`' ~ previous ~ '` __ivm_v ' ~ stage.predicates.joins | join(' ')
-        ~ ' where ' ~ stage.predicates.flag ~ ')' -%}
-    {%- do entry.sql.update({'rows_deleted': deleted,
-                             'rows_inserted': '(select count(*) from ' ~ target ~ ') - ' ~ sizes['.'] ~ ' + ' ~ deleted}) -%}
+    {%- if stage.get('counts') -%}
+      {%- do entry.sql.update(stage.counts) -%}
+    {%- else -%}
+      {#- the rows the rewrite left out, counted in the generation it replaced (kept on disk until the next rewrite) -#}
+      {%- set deleted = '(select count(*) from parquet.`' ~ previous ~ '` __ivm_v ' ~ stage.predicates.joins | join(' ')
+          ~ ' where ' ~ stage.predicates.flag ~ ')' -%}
+      {%- do entry.sql.update({'rows_deleted': deleted,
+                               'rows_inserted': '(select count(*) from ' ~ target ~ ') - ' ~ sizes['.'] ~ ' + ' ~ deleted}) -%}
+    {%- endif -%}
   {%- endif -%}
   {%- do dbt_ivm._ivm_lap(phases, 'apply', clock, model.name ~ ': applied' ~ (' -' ~ counted.rows_deleted ~ ' +' ~ counted.rows_inserted
       ~ ' rows' if 'rows_inserted' in counted else ' (rows counted in the refresh log)')) -%}
