@@ -50,16 +50,17 @@ MODELS = ("by_region", "order_regions", "customer_totals", "regional_orders")
 # (format, path) -> the most statements one refresh may send: (the aggregate, the join, the
 # partitioned join, the keyed mart). On parquet the partitioned join rewrites the partitions
 # an update touches, and the aggregate writes its merged groups to a scratch table once
-# (create and drop: two statements that spare evaluating the change terms twice more). The
+# (drop of a leftover, create, drop: three statements that spare evaluating the change
+# terms twice more). The
 # listing of the upstreams' schema (SHOW TABLE EXTENDED, kept in dbt's relation cache for
 # the invocation) is sent by whichever model reads it first, so each budget counts it.
 BUDGET = {
     ("parquet", "no-op"): (3, 3, 3, 3),
-    ("parquet", "incremental"): (14, 12, 16, 14),
+    ("parquet", "incremental"): (15, 12, 16, 15),
     ("delta", "no-op"): (7, 7, 7, 7),
-    ("delta", "incremental"): (17, 17, 17, 19),
-    ("parquet", "insert-only"): (14, 11, 15, 14),
-    ("delta", "insert-only"): (17, 17, 17, 19),
+    ("delta", "incremental"): (17, 17, 17, 20),
+    ("parquet", "insert-only"): (15, 11, 15, 15),
+    ("delta", "insert-only"): (17, 17, 17, 20),
     ("parquet", "full"): (16, 16, 14, 16),
     ("delta", "full"): (19, 19, 19, 19),
 }

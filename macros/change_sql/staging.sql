@@ -129,13 +129,12 @@
 {% endmacro %}
 
 {#- Write the rows of sql (a query, or a relation in parentheses) to the scratch table and
-    return its name. One a killed refresh left is dropped first; dbt's relation cache (the
-    listing of the model's schema at the start of the run) says whether there is one. -#}
+    return its name. One a killed or failed refresh left is dropped first, unconditionally:
+    dbt's relation cache lists the schema when the run starts, and a refresh of another
+    process may have left one since (its lease freed by its on-run-end hook). -#}
 {% macro _ivm_write_scratch(target, sql, file_format='parquet') %}
   {%- set scratch = dbt_ivm._ivm_keys_table(target) -%}
-  {%- if adapter.get_relation(target.database, target.schema, '__ivm_keys__' ~ target.identifier) is not none -%}
-    {%- do run_query('drop table if exists ' ~ scratch) -%}
-  {%- endif -%}
+  {%- do run_query('drop table if exists ' ~ scratch) -%}
   {%- set query = 'select * from ' ~ sql ~ ' __ivm_s' if sql.startswith('(') else sql -%}
   {%- do run_query('create table ' ~ scratch ~ ' using ' ~ file_format ~ ' as ' ~ query) -%}
   {{ return(scratch) }}
