@@ -51,9 +51,9 @@ MODELS = ("by_region", "order_regions", "customer_totals", "regional_orders")
 # partitioned join, the keyed mart). On parquet the partitioned join rewrites the partitions
 # an update touches, and the aggregate writes its merged groups to a scratch table once
 # (drop of a leftover, create, drop: three statements that spare evaluating the change
-# terms twice more). The
-# listing of the upstreams' schema (SHOW TABLE EXTENDED, kept in dbt's relation cache for
-# the invocation) is sent by whichever model reads it first, so each budget counts it.
+# terms twice more). The listing of the upstreams' schema (SHOW TABLE EXTENDED, kept in
+# dbt's relation cache for the invocation) is sent by whichever model reads it first, so
+# each budget counts it.
 BUDGET = {
     ("parquet", "no-op"): (3, 3, 3, 3),
     ("parquet", "incremental"): (15, 12, 16, 15),

@@ -23,7 +23,7 @@
 {#- Aggregate or DISTINCT view: merge signed per-group deltas into the stored states, or
     recompute the affected groups from the definition where a state cannot absorb the
     change (min/max after deletes or updates, HAVING, other aggregates). -#}
-{% macro _ivm_stage_aggregate_changes(spec, target, target_columns, plan, has_deletes, partitioned, edges=[], scratch=false) %}
+{% macro _ivm_stage_aggregate_changes(spec, target, target_columns, plan, has_deletes, partitioned, edges=[], use_scratch=false) %}
   {#- the select list's output names in query order: a partitioned table keeps its
       partition columns last, its definition view keeps the query's order -#}
   {%- set named = adapter.get_columns_in_relation(dbt_ivm._ivm_definition_view(target)) if partitioned else target_columns -%}
@@ -33,12 +33,13 @@
   {%- set names = dbt_ivm._ivm_aggregate_change_names(spec, visible) -%}
   {%- set terms = dbt_ivm._ivm_signed_change_terms(spec.delta, plan, edges) -%}
   {%- set refresh = spec.refresh['any' if has_deletes else 'inserts'] -%}
+  {%- set scratch = none -%}
+  {%- set counts = {} -%}
   {%- if refresh == 'merge' -%}
     {%- set change_sql = dbt_ivm.ivm_aggregate_change_sql(spec, names, keys, terms) -%}
     {%- set merged_view = '(' ~ dbt_ivm.ivm_aggregate_merge_sql(spec, target, target_columns, change_sql, keys, visible) ~ ')' -%}
     {%- set kept = '__ivm_count > 0' if keys else 'true' -%}
-    {%- set counts = {} -%}
-    {%- if scratch -%}
+    {%- if use_scratch -%}
       {#- the merged groups written once: the rewrite, the rows it replaces and the counts of
           the refresh log read them there instead of evaluating the change terms each -#}
       {%- set scratch = dbt_ivm._ivm_write_scratch(target, merged_view) -%}
@@ -61,8 +62,7 @@
     {%- set multi = plan | length > 1 -%}
   {%- else -%}
     {%- set affected_view = '(' ~ dbt_ivm._ivm_affected_groups_sql(spec, names, keys, terms) ~ ')' -%}
-    {%- set counts = {} -%}
-    {%- if scratch -%}
+    {%- if use_scratch -%}
       {%- set scratch = dbt_ivm._ivm_write_scratch(target, affected_view) -%}
       {%- set affected_view = scratch -%}
     {%- endif -%}
@@ -77,7 +77,7 @@
     {%- set delta_apply = {'kind': 'recompute', 'affected_view': affected_view, 'keys': keys} -%}
   {%- endif -%}
   {{ return({'insert_view': insert_view, 'rewrite': true, 'inserts': true, 'predicates': predicates, 'reason': reason,
-             'reads_upstreams': multi, 'delta': delta_apply, 'scratch': scratch or none, 'counts': counts}) }}
+             'reads_upstreams': multi, 'delta': delta_apply, 'scratch': scratch, 'counts': counts}) }}
 {% endmacro %}
 
 {#- Keyed recompute (macros/analysis/keyed.sql): the slices the change touches, from one key
@@ -106,7 +106,7 @@
     {%- set changed_rows = dbt_ivm._ivm_broadcast(p, '(select * from ' ~ images | join(' __ivm_i union all select * from ') ~ ' __ivm_i)') -%}
     {%- do parts.append(dbt_ivm._ivm_fill_relations(term.sql.replace('__IVM_DELTA__', changed_rows), relations)) -%}
   {%- endfor -%}
-  {%- set affected_view = dbt_ivm._ivm_write_scratch(target, 'select distinct * from (\n' ~ parts | join('\nunion all\n') ~ '\n) __ivm_a',
+  {%- set affected_view = dbt_ivm._ivm_write_scratch(target, '(select distinct * from (\n' ~ parts | join('\nunion all\n') ~ '\n) __ivm_a)',
       file_format) -%}
   {%- set relations = {} -%}
   {%- for p in plan -%}{%- do relations.update({p.index: dbt_ivm.ivm_snapshot_sql(p.up, p.columns, p.to)}) -%}{%- endfor -%}
@@ -128,15 +128,14 @@
                                 type='table') | string) }}
 {% endmacro %}
 
-{#- Write the rows of sql (a query, or a relation in parentheses) to the scratch table and
+{#- Write the rows of relation (a query in parentheses) to the scratch table and
     return its name. One a killed or failed refresh left is dropped first, unconditionally:
     dbt's relation cache lists the schema when the run starts, and a refresh of another
     process may have left one since (its lease freed by its on-run-end hook). -#}
-{% macro _ivm_write_scratch(target, sql, file_format='parquet') %}
+{% macro _ivm_write_scratch(target, relation, file_format='parquet') %}
   {%- set scratch = dbt_ivm._ivm_keys_table(target) -%}
   {%- do run_query('drop table if exists ' ~ scratch) -%}
-  {%- set query = 'select * from ' ~ sql ~ ' __ivm_s' if sql.startswith('(') else sql -%}
-  {%- do run_query('create table ' ~ scratch ~ ' using ' ~ file_format ~ ' as ' ~ query) -%}
+  {%- do run_query('create table ' ~ scratch ~ ' using ' ~ file_format ~ ' as select * from ' ~ relation ~ ' __ivm_s') -%}
   {{ return(scratch) }}
 {% endmacro %}
 
