@@ -117,14 +117,15 @@
 {% endmacro %}
 
 {#- The refresh log rows of a model that make its state, unordered: its latest 'success'
-    row and every row logged after it (rows of event 'noop:...' are not state). -#}
+    row and every row logged after it (rows of event 'noop:...' are not state). The
+    latest success is found by a window over the same read: one scan of the model's
+    partitions, not two (each of its refreshes adds two, so this read grows with them). -#}
 {% macro _ivm_state_sql(model_id) %}
   {%- set log = dbt_ivm.ivm_refresh_log_relation() -%}
   {%- set m = dbt_ivm._ivm_string_literal(model_id) -%}
   {{ return('select status, to_json(versions_to) as versions_to, definition_hash, logs_advanced, refresh_id, table_version, logged_at, '
-      ~ 'path, to_json(columns) as columns from ' ~ log ~ ' where model = ' ~ m ~ " and event not like 'noop:%'
-      and logged_at >= coalesce((select max(logged_at) from " ~ log ~ ' where model = ' ~ m ~ " and status = 'success'
-                                 and event not like 'noop:%'), timestamp'1970-01-01')") }}
+      ~ "path, to_json(columns) as columns from (select *, max(case when status = 'success' then logged_at end) over () as __ivm_last "
+      ~ 'from ' ~ log ~ ' where model = ' ~ m ~ " and event not like 'noop:%') where logged_at >= coalesce(__ivm_last, timestamp'1970-01-01')") }}
 {% endmacro %}
 
 {#- The state (see ivm_read_state) from the rows of _ivm_state_sql, oldest first. -#}
