@@ -153,6 +153,17 @@ class IvmProject:
         table.create_log()
         return table
 
+    def build_facts(self, model_sql: str) -> ChangeLoggedTable:
+        """A parquet upstream shop.orders (order_id, amount; one row) with a change log, and
+        the model `facts` over it, built; returns the upstream."""
+        self.create_table("orders", "order_id bigint, amount double", [{"order_id": 1, "amount": 1.0}])
+        orders = self.logged_table("orders", ["order_id"])
+        declared = {"orders": "unique_key: [order_id], change_log: orders_changes"}
+        self.write("models/sources.yml", sources_yaml(self.raw, declared))
+        self.write("models/facts.sql", model_sql)
+        self.run()
+        return orders
+
     def refresh_log(self, model: str) -> list[dict[str, Any]]:
         """The package's refresh log rows of one model, oldest first."""
         return [

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from dbt_ivm.changelog import ChangeLoggedTable, Op
-from tests.support import IvmProject, sources_yaml
+from tests.support import IvmProject
 
 MODEL = """\
     {{ config(materialized='ivm', ivm_lease_timeout=var('lease_timeout', 3600),
@@ -24,13 +24,7 @@ MODEL = """\
 @pytest.fixture(scope="module")
 def shop(project_factory) -> tuple[IvmProject, ChangeLoggedTable]:
     project = project_factory("lease")
-    project.create_table("orders", "order_id bigint, amount double", [{"order_id": 1, "amount": 1.0}])
-    orders = project.logged_table("orders", ["order_id"])
-    declared = {"orders": "unique_key: [order_id], change_log: orders_changes"}
-    project.write("models/sources.yml", sources_yaml(project.raw, declared))
-    project.write("models/facts.sql", MODEL)
-    project.run()
-    return project, orders
+    return project, project.build_facts(MODEL)
 
 
 def lease(project: IvmProject, state: str | None = None) -> tuple[int, str | None]:

@@ -7,7 +7,6 @@ as it was."""
 from __future__ import annotations
 
 from dbt_ivm.changelog import Op
-from tests.support import sources_yaml
 
 MODEL = """\
     {{ config(materialized='ivm') }}
@@ -24,12 +23,7 @@ def partitions(project, model: str) -> list[str]:
 
 def test_compaction_keeps_rows_and_state(project_factory) -> None:
     project = project_factory("log_compaction")
-    project.create_table("orders", "order_id bigint, amount double", [{"order_id": 1, "amount": 1.0}])
-    orders = project.logged_table("orders", ["order_id"])
-    declared = {"orders": "unique_key: [order_id], change_log: orders_changes"}
-    project.write("models/sources.yml", sources_yaml(project.raw, declared))
-    project.write("models/facts.sql", MODEL)
-    project.run()
+    orders = project.build_facts(MODEL)
     for i in (2, 3):
         orders.apply([Op("insert", {"order_id": i, "amount": float(i)})])
         project.run()

@@ -124,8 +124,14 @@
   {%- set log = dbt_ivm.ivm_refresh_log_relation() -%}
   {%- set m = dbt_ivm._ivm_string_literal(model_id) -%}
   {{ return('select status, to_json(versions_to) as versions_to, definition_hash, logs_advanced, refresh_id, table_version, logged_at, '
-      ~ "path, to_json(columns) as columns from (select *, max(case when status = 'success' then logged_at end) over () as __ivm_last "
+      ~ 'path, to_json(columns) as columns from (select *, ' ~ dbt_ivm._ivm_last_success('()') ~ ' as __ivm_last '
       ~ 'from ' ~ log ~ ' where model = ' ~ m ~ " and event not like 'noop:%') where logged_at >= coalesce(__ivm_last, timestamp'1970-01-01')") }}
+{% endmacro %}
+
+{#- When a model's latest 'success' row was logged, as a window over its log rows (`over`:
+    the window, '()' for the rows of one model): the line between its state and its history. -#}
+{% macro _ivm_last_success(over) %}
+  {{ return("max(case when status = 'success' and event not like 'noop:%' then logged_at end) over " ~ over) }}
 {% endmacro %}
 
 {#- The state (see ivm_read_state) from the rows of _ivm_state_sql, oldest first. -#}
@@ -204,10 +210,9 @@
 
 {% macro default__ivm_compact_refresh_log() %}
   {%- set log_table = dbt_ivm.ivm_ensure_refresh_log() -%}
-  {%- set old = run_query('select l.model, l.event, count(*) from ' ~ log_table ~
-      ' l join (select model, max(logged_at) as last_success from ' ~ log_table ~ "
-      where status = 'success' and event not like 'noop:%' group by model) s on l.model = s.model
-      group by l.model, l.event having max(l.logged_at) < max(s.last_success) order by l.model, l.event").rows -%}
+  {%- set old = run_query('select model, event, count(*) from (select model, event, logged_at, '
+      ~ dbt_ivm._ivm_last_success('(partition by model)') ~ ' as last_success from ' ~ log_table
+      ~ ') group by model, event having max(logged_at) < max(last_success) order by model, event').rows -%}
   {%- set columns = [] -%}
   {%- for c in dbt_ivm._ivm_refresh_log_columns() -%}{%- do columns.append(c.split(' ')[0]) -%}{%- endfor -%}
   {#- no-op rows logged without the lease are not state (see ivm_read_state): compacted apart, still marked 'noop:' -#}
