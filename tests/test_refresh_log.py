@@ -7,6 +7,7 @@ as it was."""
 from __future__ import annotations
 
 from dbt_ivm.changelog import Op
+from tests.support import IvmProject
 
 MODEL = """\
     {{ config(materialized='ivm') }}
@@ -14,7 +15,7 @@ MODEL = """\
     """
 
 
-def partitions(project, model: str) -> list[str]:
+def partitions(project: IvmProject, model: str) -> list[str]:
     rows = project.spark.sql(
         f"select distinct event from {project.schema}.__ivm_refresh_log where model like '%.{model}'"
     ).collect()
@@ -46,6 +47,7 @@ def test_compaction_keeps_rows_and_state(project_factory) -> None:
     project.run()
     refresh = project.last_refresh("facts")
     assert refresh["path"] == "incremental", refresh
+    assert "re-applying by key" in refresh["reason"], refresh["reason"]
     assert refresh["versions_from"] == last["versions_to"]
     project.assert_consistent(["facts"], "after compacting the refresh log")
 
