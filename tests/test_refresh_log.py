@@ -16,10 +16,8 @@ MODEL = """\
 
 
 def partitions(project: IvmProject, model: str) -> list[str]:
-    rows = project.spark.sql(
-        f"select distinct event from {project.schema}.__ivm_refresh_log where model like '%.{model}'"
-    ).collect()
-    return sorted(r["event"] for r in rows)
+    """The model's refresh log partitions (one per event)."""
+    return sorted({r["event"] for r in project.refresh_log(model)})
 
 
 def test_compaction_keeps_rows_and_state(project_factory) -> None:
