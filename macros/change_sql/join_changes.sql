@@ -191,7 +191,9 @@
     changed upstream p, each upstream reached gets `(its keys) in (select the partner's keys
     from the partner, itself reduced)`. Only when p's change is small (p.broadcast): Spark
     then joins the cut relations by broadcast instead of shuffling them whole, and a
-    relation joined before the changed one in the query no longer meets the others in full. -#}
+    relation joined before the changed one in the query no longer meets the others in full.
+    The upstreams one equality away from p are also cut to p's key ranges (p.ranges, see
+    _ivm_range_columns): literals, which skip data that the IN filter only drops after reading. -#}
 {% macro _ivm_reduced_relations(edges, relations, p) %}
   {%- if not p.get('broadcast') or not edges -%}{{ return(relations) }}{%- endif -%}
   {%- set out = {} -%}
@@ -211,13 +213,87 @@
         {%- endfor -%}
       {%- endfor -%}
       {%- for y, cols in partners | dictsort -%}
+        {%- set cuts = [] -%}
+        {%- for cy in cols.mine if a == p.index -%}
+          {%- set r = (p.get('ranges') or {}).get(cols.theirs[loop.index0]) -%}
+          {%- if r and (y ~ '.' ~ cy) in r.partners -%}
+            {%- do cuts.append(' and ' ~ dbt_ivm._ivm_quote(cy) ~ ' between ' ~ r.lo ~ ' and ' ~ r.hi) -%}
+          {%- endif -%}
+        {%- endfor -%}
         {%- do out.update({y: '(select * from ' ~ out[y] ~ ' __ivm_r where (' ~ dbt_ivm._ivm_quote_all(cols.mine) | join(', ')
-            ~ ') in (select ' ~ dbt_ivm._ivm_quote_all(cols.theirs) | join(', ') ~ ' from ' ~ out[a] ~ ' __ivm_p))'}) -%}
+            ~ ') in (select ' ~ dbt_ivm._ivm_quote_all(cols.theirs) | join(', ') ~ ' from ' ~ out[a] ~ ' __ivm_p)' ~ cuts | join('') ~ ')'}) -%}
         {%- do reached.append(y) -%}
         {%- do next.append(y) -%}
       {%- endfor -%}
     {%- endfor -%}
     {%- set frontier.items = next -%}
+  {%- endfor -%}
+  {{ return(out) }}
+{% endmacro %}
+
+{#- Key ranges: an IN filter skips nothing when it reads, a range of literals does (parquet
+    row groups and Delta files by their min/max statistics), so a refresh whose changed keys
+    are few or clustered (new keys of appended facts) reads only that part of the upstreams
+    they join. For each column of the changed upstream p that an equality joins to another
+    upstream's column of the same kind, the change counts also read the least and greatest
+    value among p's changed images. Kinds: integers and decimals, dates, strings of binary
+    collation, whose text form casts back to the same value and whose order agrees with the
+    equality. Returns {column (lower case): {name, type, partners: ['<index>.<column>']}}. -#}
+{% macro _ivm_range_columns(p, plan, edges) %}
+  {%- set columns = {} -%}
+  {%- for q in plan -%}
+    {%- for c in q.columns -%}{%- do columns.update({q.index ~ '.' ~ c.name | lower: c}) -%}{%- endfor -%}
+  {%- endfor -%}
+  {%- set out = {} -%}
+  {%- for e in edges -%}
+    {%- for x, cx, y, cy in [(e.a, e.ca, e.b, e.cb), (e.b, e.cb, e.a, e.ca)] if x == p.index -%}
+      {%- set mine = columns.get(x ~ '.' ~ cx) -%}
+      {%- set theirs = columns.get(y ~ '.' ~ cy) -%}
+      {%- set kind = dbt_ivm._ivm_range_kind(mine.data_type) if mine is not none else none -%}
+      {%- if kind and theirs is not none and kind == dbt_ivm._ivm_range_kind(theirs.data_type) -%}
+        {%- do out.setdefault(cx, {'name': mine.name, 'type': mine.data_type | lower, 'partners': []}) -%}
+        {%- do out[cx].partners.append(y ~ '.' ~ cy) -%}
+      {%- endif -%}
+    {%- endfor -%}
+  {%- endfor -%}
+  {{ return(out) }}
+{% endmacro %}
+
+{% macro _ivm_range_kind(dtype) %}
+  {%- set t = (dtype or '') | lower | trim -%}
+  {%- if t in ('tinyint', 'smallint', 'int', 'bigint') or modules.re.fullmatch('decimal[(][0-9]+, ?[0-9]+[)]', t) -%}
+    {{ return('number') }}
+  {%- endif -%}
+  {{ return(t if t in ('date', 'string') else none) }}
+{% endmacro %}
+
+{#- The map the change counts read p's key ranges into ('min:<column>' and 'max:<column>'
+    as text): over the new images (rows where new_flag holds) and, with_old, the old images
+    (__ivm_before) too, the rows p's relation has in a term. -#}
+{% macro _ivm_key_ranges_sql(ranged, new_flag, with_old) %}
+  {%- if not ranged -%}{{ return('cast(map() as map<string, string>)') }}{%- endif -%}
+  {%- set args = [] -%}
+  {%- for col, r in ranged | dictsort -%}
+    {%- set q = dbt_ivm._ivm_quote(r.name) -%}
+    {%- for f, pick in [('min', 'least'), ('max', 'greatest')] -%}
+      {%- set v = f ~ '(case when ' ~ new_flag ~ ' then ' ~ q ~ ' end)' -%}
+      {%- if with_old -%}{%- set v = pick ~ '(' ~ v ~ ', ' ~ f ~ '(__ivm_before.' ~ q ~ '))' -%}{%- endif -%}
+      {%- do args.append(dbt_ivm._ivm_string_literal(f ~ ':' ~ col) ~ ', cast(' ~ v ~ ' as string)') -%}
+    {%- endfor -%}
+  {%- endfor -%}
+  {{ return('map(' ~ args | join(', ') ~ ')') }}
+{% endmacro %}
+
+{#- p.ranges from the counted map: {column: {lo, hi (SQL literals of the column's type; NULL
+    when p has no non-NULL value there, which no equality matches), partners}}. -#}
+{% macro _ivm_key_range_literals(values, ranged) %}
+  {%- set out = {} -%}
+  {%- for col, r in ranged.items() -%}
+    {%- set bounds = [] -%}
+    {%- for f in ('min', 'max') -%}
+      {%- do bounds.append('cast(' ~ dbt_ivm._ivm_string_literal(values.get(f ~ ':' ~ col)) ~ ' as ' ~ r.type ~ ')') -%}
+    {%- endfor -%}
+    {%- do out.update({col: {'lo': bounds[0], 'hi': bounds[1], 'partners': r.partners}}) -%}
   {%- endfor -%}
   {{ return(out) }}
 {% endmacro %}

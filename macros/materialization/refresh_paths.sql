@@ -211,16 +211,20 @@
   {%- for p in plan -%}
     {%- set after = versions_from.get(p.up.name) -%}
     {%- do p.update({'from': after, 'to': entry.versions_to[p.up.name], 'change_view': none, 'old': 0, 'has_new': false,
-                     'broadcast': false}) -%}
+                     'broadcast': false, 'ranges': {}}) -%}
     {%- do p.update({'changed': p['from'] != p.to}) -%}
+    {%- do p.update({'ranged': dbt_ivm._ivm_range_columns(p, plan, inputs.edges) if p.changed else {}}) -%}
     {%- if p.changed and p.up.kind == 'change_log' -%}
-      {%- do p.update({'change_view': '(' ~ dbt_ivm.ivm_netted_changes_sql(p.up, p.columns, after, p.to, spec is not none) ~ ')'}) -%}
+      {%- set with_before = spec is not none -%}
+      {%- do p.update({'change_view': '(' ~ dbt_ivm.ivm_netted_changes_sql(p.up, p.columns, after, p.to, with_before) ~ ')'}) -%}
       {%- do counters.append('(select named_struct(\'rows\', count(*), \'old\', count_if(__ivm_old), \'new\', count_if(__ivm_new), '
-          ~ '\'problem\', min(__ivm_problem), \'problems\', count(__ivm_problem)) from ' ~ p.change_view ~ ' __ivm_c)') -%}
+          ~ '\'problem\', min(__ivm_problem), \'problems\', count(__ivm_problem), \'ranges\', '
+          ~ dbt_ivm._ivm_key_ranges_sql(p.ranged, '__ivm_new', with_before) ~ ') from ' ~ p.change_view ~ ' __ivm_c)') -%}
     {%- elif p.changed -%}
       {#- the same struct type as a change log's counter: array() needs one element type -#}
       {%- do counters.append('(select named_struct(\'rows\', count(*), \'old\', 0L, \'new\', count(*), '
-          ~ '\'problem\', cast(null as string), \'problems\', 0L) from ' ~ p.up.relation ~ ' where ' ~ dbt_ivm._ivm_watermark_window(p) ~ ')') -%}
+          ~ '\'problem\', cast(null as string), \'problems\', 0L, \'ranges\', ' ~ dbt_ivm._ivm_key_ranges_sql(p.ranged, 'true', false)
+          ~ ') from ' ~ p.up.relation ~ ' where ' ~ dbt_ivm._ivm_watermark_window(p) ~ ')') -%}
     {%- endif -%}
   {%- endfor -%}
   {%- set changed = plan | selectattr('changed') | list -%}
@@ -248,7 +252,8 @@
             'In ' ~ (p.up.change_log or p.up.relation) ~ ', versions after ' ~ (p['from'] if p['from'] is not none else 'the start')
             ~ ' up to ' ~ p.to ~ ': ' ~ c.problem[7:] ~ more ~ '.')) }}
       {%- endif -%}
-      {%- do p.update({'has_new': c.new > 0, 'old': c.old, 'broadcast': c.rows <= dbt_ivm._ivm_broadcast_rows()}) -%}
+      {%- do p.update({'has_new': c.new > 0, 'old': c.old, 'broadcast': c.rows <= dbt_ivm._ivm_broadcast_rows(),
+                       'ranges': dbt_ivm._ivm_key_range_literals(c.ranges, p.ranged)}) -%}
       {%- do change_rows.update({p.up.name: c.rows}) -%}
       {%- set nv.rows = nv.rows + c.rows -%}
       {%- set nv.old = nv.old + c.old -%}
