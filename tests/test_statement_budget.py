@@ -152,6 +152,10 @@ def test_insert_only_refresh(shop) -> None:
     sent = statements(project, fmt)
     check(project, fmt, "incremental", sent, "insert-only")
     assert project.last_refresh("order_regions")["reason"] == "insert-only: append"
+    # the append's rows in the refresh log (a Delta INSERT returns no counts of its own)
+    for model in ("order_regions", "regional_orders"):
+        refresh = project.last_refresh(model)
+        assert (refresh["rows_deleted"], refresh["rows_inserted"]) == (0, 1), refresh
 
 
 def test_full_rebuild(shop) -> None:

@@ -11,7 +11,8 @@
     re-applied refresh give the same table, which is how interrupted refreshes repair. -#}
 
 {#- plan: list of per-upstream dicts {up, columns, from, to, changed, change_view (the netted
-    change set as a relation in FROM), has_new, broadcast}. -#}
+    change set as a relation in FROM), has_new, broadcast, ranges (see
+    _ivm_key_range_literals)}. -#}
 {% macro ivm_join_insert_sql(template, plan, edges=[]) %}
   {{ return(adapter.dispatch('ivm_join_insert_sql', 'dbt_ivm')(template, plan, edges)) }}
 {% endmacro %}

@@ -235,12 +235,13 @@
   {%- for p in plan if settings.rebuild_above and (p.changed or not delta) -%}
     {%- do sized.append(dbt_ivm._ivm_string_literal(p.up.name) ~ ', (select count(*) from ' ~ p.up.relation ~ ')') -%}
   {%- endfor -%}
-  {%- if not delta -%}{%- do sized.append("'.', (select count(*) from " ~ target ~ ')') -%}{%- endif -%}
+  {#- a Delta INSERT returns no row counts, unlike a MERGE: a join-only model's append is counted by the table -#}
+  {%- if not delta or spec is none -%}{%- do sized.append("'.', (select count(*) from " ~ target ~ ')') -%}{%- endif -%}
   {%- if counters or sized -%}
     {#- row counts in the same query (parquet and Delta answer count(*) from metadata): of the
         changed upstreams for the rebuild threshold; on parquet of every upstream for the
-        cost estimate, and of the table, from which the refresh log row counts the rows a
-        write added -#}
+        cost estimate; of the table (on Delta of a join-only one), from which the refresh
+        log row counts the rows an append or a parquet write added -#}
     {%- set answer = run_query('select to_json(array(' ~ counters | join(', ') ~ '))'
         ~ (', to_json(map(' ~ sized | join(', ') ~ '))' if sized else '')).rows[0] -%}
     {%- do sizes.update(fromjson(answer[1]) if sized else {}) -%}
@@ -331,7 +332,11 @@
 
   {%- set counted = {} -%}
   {%- do entry.update({'sql': {}}) -%}
-  {%- if delta -%}
+  {%- if delta and not stage.rewrite and spec is none -%}
+    {%- do dbt_ivm.ivm_apply_delta(target, target_columns, stage, plan, state.repair is not none) -%}
+    {%- do counted.update({'rows_deleted': 0}) -%}
+    {%- do entry.sql.update({'rows_inserted': '(select count(*) from ' ~ target ~ ') - ' ~ sizes['.']}) -%}
+  {%- elif delta -%}
     {%- set rows = dbt_ivm.ivm_apply_delta(target, target_columns, stage, plan, state.repair is not none) -%}
     {%- do counted.update({'rows_deleted': rows.deleted, 'rows_inserted': rows.inserted}) -%}
   {%- elif not stage.rewrite -%}
