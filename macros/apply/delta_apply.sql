@@ -243,7 +243,8 @@ as {{ build_sql }}
 
 {#- Apply a staged change (see _ivm_refresh_incremental) to a Delta table in one statement.
     Returns {'deleted', 'inserted'}: the rows it removed and added, from the statement's
-    own metrics (an updated row counts as one of each). -#}
+    own metrics (an updated row counts as one of each); both none when it reported none
+    (an append, INSERT INTO, which open-source Delta runs without returning counts). -#}
 {% macro ivm_apply_delta(target, target_columns, stage, plan, repair) %}
   {{ return(adapter.dispatch('ivm_apply_delta', 'dbt_ivm')(target, target_columns, stage, plan, repair)) }}
 {% endmacro %}
@@ -256,6 +257,7 @@ as {{ build_sql }}
   {%- if result and result.table and result.table.rows -%}
     {%- for name in result.table.column_names -%}{%- do metrics.update({name | lower: result.table.rows[0][loop.index0]}) -%}{%- endfor -%}
   {%- endif -%}
+  {%- if not metrics -%}{{ return({'deleted': none, 'inserted': none}) }}{%- endif -%}
   {%- set updated = metrics.get('num_updated_rows') or 0 -%}
   {{ return({'deleted': (metrics.get('num_deleted_rows') or 0) + updated, 'inserted': (metrics.get('num_inserted_rows') or 0) + updated}) }}
 {% endmacro %}

@@ -332,13 +332,15 @@
 
   {%- set counted = {} -%}
   {%- do entry.update({'sql': {}}) -%}
-  {%- if delta and not stage.rewrite and spec is none -%}
-    {%- do dbt_ivm.ivm_apply_delta(target, target_columns, stage, plan, state.repair is not none) -%}
-    {%- do counted.update({'rows_deleted': 0}) -%}
-    {%- do entry.sql.update({'rows_inserted': '(select count(*) from ' ~ target ~ ') - ' ~ sizes['.']}) -%}
-  {%- elif delta -%}
+  {%- if delta -%}
     {%- set rows = dbt_ivm.ivm_apply_delta(target, target_columns, stage, plan, state.repair is not none) -%}
-    {%- do counted.update({'rows_deleted': rows.deleted, 'rows_inserted': rows.inserted}) -%}
+    {%- if rows.inserted is none -%}
+      {#- an append, which returned no counts: the log row counts what it added -#}
+      {%- do counted.update({'rows_deleted': 0}) -%}
+      {%- do entry.sql.update({'rows_inserted': '(select count(*) from ' ~ target ~ ') - ' ~ sizes['.']}) -%}
+    {%- else -%}
+      {%- do counted.update({'rows_deleted': rows.deleted, 'rows_inserted': rows.inserted}) -%}
+    {%- endif -%}
   {%- elif not stage.rewrite -%}
     {%- do dbt_ivm.ivm_apply_append(target, columns, stage.insert_view) -%}
     {%- do counted.update({'rows_deleted': 0}) -%}
