@@ -12,7 +12,7 @@ from hypothesis import settings
 from pyspark.sql import SparkSession
 
 from dbt_ivm.spark import DeltaUnavailable, ThriftServer, delta_conf, local_spark, thrift_server
-from tests.support import IvmProject
+from tests.support import TEST_SPARK_CONF, IvmProject
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
@@ -35,10 +35,9 @@ def delta_missing() -> str | None:
 @pytest.fixture(scope="session")
 def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkSession]:
     home = tmp_path_factory.mktemp("spark_home")
-    # small test data: one shuffle partition avoids idle tasks on every stage; dbt runs 4
-    # models at once in this one driver, whose heap also plans their large change statements
-    # (2g ran out once while broadcasting a 7-row change set)
-    conf = {"spark.sql.shuffle.partitions": "1", "spark.driver.memory": "4g"}
+    # dbt runs 4 models at once in this one driver, whose heap also plans their large change
+    # statements (2g ran out once while broadcasting a 7-row change set)
+    conf = {**TEST_SPARK_CONF, "spark.driver.memory": "4g"}
     session = local_spark(home, conf, delta=delta_missing() is None)
     yield session
     session.stop()
@@ -56,8 +55,7 @@ def delta(spark: SparkSession) -> None:
 def thrift(delta: None, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ThriftServer]:
     """One Spark Thrift Server (pyspark's own jars, Delta loaded) for the tests that run
     `dbt run` as separate processes against it, as teams do against a cluster."""
-    conf = {"spark.sql.shuffle.partitions": "1", "spark.databricks.delta.snapshotPartitions": "1"}
-    with thrift_server(tmp_path_factory.mktemp("thrift_home"), conf, delta=True) as server:
+    with thrift_server(tmp_path_factory.mktemp("thrift_home"), TEST_SPARK_CONF, delta=True) as server:
         yield server
 
 

@@ -44,7 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from dbt_ivm.spark import ThriftServer, thrift_server
-from tests.support import differences_sql
+from tests.support import TEST_SPARK_CONF, differences_sql
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 SCHEMA = "kills"
@@ -84,12 +84,6 @@ TABLES = {
     "customers": "id bigint, region string",
 }
 REGIONS = ["eu", "us", "apac", None]
-# tiny tables: one partition for shuffles and for Delta's snapshot state (50 by default)
-SPARK_CONF = {
-    "spark.sql.shuffle.partitions": "1",
-    "spark.databricks.delta.snapshotPartitions": "1",
-    "spark.ui.showConsoleProgress": "false",
-}
 
 
 # ---------------------------------------------------------------------------- the child
@@ -340,7 +334,7 @@ def child_main(args: argparse.Namespace) -> int:
     if args.thrift:
         q = thrift_query(args.thrift)
     else:
-        q = spark_query(local_spark(Path(args.home), SPARK_CONF, delta=True))
+        q = spark_query(local_spark(Path(args.home), TEST_SPARK_CONF, delta=True))
     dbt = DbtProject(project, project)
     if args.setup:
         write_project(project, args.thrift)
@@ -780,7 +774,7 @@ def main() -> int:
             Path(args.out).write_text(markdown(c.summary(), args.seed, time.time() - started, args.thrift))
 
     if args.thrift:
-        with thrift_server(c.home, SPARK_CONF, delta=True) as c.thrift:
+        with thrift_server(c.home, TEST_SPARK_CONF, delta=True) as c.thrift:
             summary = c.run(args.kills, progress=save)
     else:
         summary = c.run(args.kills, progress=save)

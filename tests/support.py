@@ -21,6 +21,22 @@ from pyspark.sql import SparkSession
 from dbt_ivm.changelog import ChangeLoggedTable, DeltaFeedTable, Op, Row
 from dbt_ivm.runner import DbtProject, failure_text
 
+# Spark settings of every test session (embedded, thrift server, kill-campaign children).
+# Test tables hold a few rows, so a session's CPU goes to planning and compiling, not data:
+# one shuffle partition and one Delta snapshot partition avoid idle tasks; expressions are
+# interpreted and plans run without whole-stage code generation or adaptive re-planning
+# (compiling generated classes, and the JIT compiling them again, took a quarter of the
+# JVM's CPU; results do not depend on these). The benchmark and the demo keep Spark's
+# defaults.
+TEST_SPARK_CONF: dict[str, str] = {
+    "spark.sql.shuffle.partitions": "1",
+    "spark.databricks.delta.snapshotPartitions": "1",
+    "spark.sql.codegen.wholeStage": "false",
+    "spark.sql.codegen.factoryMode": "NO_CODEGEN",
+    "spark.sql.adaptive.enabled": "false",
+    "spark.ui.showConsoleProgress": "false",
+}
+
 PROFILE = """\
 ivm_test:
   target: session
