@@ -24,7 +24,7 @@ lint: setup
 test: lint
 	$(BIN)/python -m pytest
 
-# the fast tier: analysis, change SQL and CLI at macro level, no Spark session (well under a minute)
+# the fast tier: analysis, change SQL and CLI at macro level, no Spark session (about 2 minutes)
 quick: lint
 	$(BIN)/python -m pytest -m "not spark"
 

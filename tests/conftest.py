@@ -12,7 +12,7 @@ from hypothesis import settings
 from pyspark.sql import SparkSession
 
 from dbt_ivm.spark import DeltaUnavailable, ThriftServer, delta_conf, local_spark, thrift_server
-from tests.support import TEST_SPARK_CONF, IvmProject
+from tests.support import SPARK_EXECUTION_DEFAULTS, TEST_SPARK_CONF, IvmProject
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
@@ -41,6 +41,17 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkSession]:
     session = local_spark(home, conf, delta=delta_missing() is None)
     yield session
     session.stop()
+
+
+@pytest.fixture
+def spark_defaults(spark: SparkSession) -> Iterator[SparkSession]:
+    """The session with Spark's code generation and adaptive execution, for the tests on
+    benchmark-sized data (hundreds of thousands of rows), where they pay off."""
+    for key, value in SPARK_EXECUTION_DEFAULTS.items():
+        spark.conf.set(key, value)
+    yield spark
+    for key in SPARK_EXECUTION_DEFAULTS:
+        spark.conf.set(key, TEST_SPARK_CONF[key])
 
 
 @pytest.fixture(scope="session")

@@ -26,8 +26,8 @@ from dbt_ivm.runner import DbtProject, failure_text
 # one shuffle partition and one Delta snapshot partition avoid idle tasks; expressions are
 # interpreted and plans run without whole-stage code generation or adaptive re-planning
 # (compiling generated classes, and the JIT compiling them again, took a quarter of the
-# JVM's CPU; results do not depend on these). The benchmark and the demo keep Spark's
-# defaults.
+# JVM's CPU; results do not depend on these). `make bench`, `make demo` and the SF 0.1
+# benchmark test (fixture `spark_defaults`) keep Spark's defaults.
 TEST_SPARK_CONF: dict[str, str] = {
     "spark.sql.shuffle.partitions": "1",
     "spark.databricks.delta.snapshotPartitions": "1",
@@ -35,6 +35,12 @@ TEST_SPARK_CONF: dict[str, str] = {
     "spark.sql.codegen.factoryMode": "NO_CODEGEN",
     "spark.sql.adaptive.enabled": "false",
     "spark.ui.showConsoleProgress": "false",
+}
+# Spark's own values of the settings above that only pay off on real data volumes
+SPARK_EXECUTION_DEFAULTS: dict[str, str] = {
+    "spark.sql.codegen.wholeStage": "true",
+    "spark.sql.codegen.factoryMode": "FALLBACK",
+    "spark.sql.adaptive.enabled": "true",
 }
 
 PROFILE = """\

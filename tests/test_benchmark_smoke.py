@@ -38,11 +38,11 @@ def smoke_config(tmp_path: Path, **settings: Any) -> BenchConfig:
     )
 
 
-def test_benchmark_end_to_end_every_check_passes(spark: SparkSession, tmp_path: Path) -> None:
+def test_benchmark_end_to_end_every_check_passes(spark_defaults: SparkSession, tmp_path: Path) -> None:
     config = smoke_config(
         tmp_path, sf=0.1, workloads=SMOKE_WORKLOADS, localities=("recent",), schema="t_bench"
     )
-    result = run_benchmark(config, spark=spark)
+    result = run_benchmark(config, spark=spark_defaults)
 
     for name in (JSON_FILE, MARKDOWN_FILE, PLOT_FILE):
         assert (config.out / name).stat().st_size > 0, name
