@@ -34,7 +34,6 @@ TEST_SPARK_CONF: dict[str, str] = {
     "spark.sql.codegen.wholeStage": "false",
     "spark.sql.codegen.factoryMode": "NO_CODEGEN",
     "spark.sql.adaptive.enabled": "false",
-    "spark.ui.showConsoleProgress": "false",
 }
 # Spark's own values of the settings above that only pay off on real data volumes
 SPARK_EXECUTION_DEFAULTS: dict[str, str] = {

@@ -334,17 +334,11 @@
   {%- do entry.update({'sql': {}}) -%}
   {%- if delta -%}
     {%- set rows = dbt_ivm.ivm_apply_delta(target, target_columns, stage, plan, state.repair is not none) -%}
-    {%- if rows.inserted is none -%}
-      {#- an append, which returned no counts: the log row counts what it added -#}
-      {%- do counted.update({'rows_deleted': 0}) -%}
-      {%- do entry.sql.update({'rows_inserted': '(select count(*) from ' ~ target ~ ') - ' ~ sizes['.']}) -%}
-    {%- else -%}
+    {%- if rows.inserted is not none -%}
       {%- do counted.update({'rows_deleted': rows.deleted, 'rows_inserted': rows.inserted}) -%}
     {%- endif -%}
   {%- elif not stage.rewrite -%}
     {%- do dbt_ivm.ivm_apply_append(target, columns, stage.insert_view) -%}
-    {%- do counted.update({'rows_deleted': 0}) -%}
-    {%- do entry.sql.update({'rows_inserted': '(select count(*) from ' ~ target ~ ') - ' ~ sizes['.']}) -%}
   {%- elif settings.partition_by -%}
     {%- set rows = dbt_ivm._ivm_rewrite_partitions(target, target_columns, stage.insert_view, stage.predicates, settings.partition_by) -%}
     {%- do counted.update({'rows_deleted': rows.deleted}) -%}
@@ -360,6 +354,11 @@
       {%- do entry.sql.update({'rows_deleted': deleted,
                                'rows_inserted': '(select count(*) from ' ~ target ~ ') - ' ~ sizes['.'] ~ ' + ' ~ deleted}) -%}
     {%- endif -%}
+  {%- endif -%}
+  {%- if not counted and not entry.sql -%}
+    {#- an append (parquet's, or Delta's, which reports no counts): the log row counts what it added -#}
+    {%- do counted.update({'rows_deleted': 0}) -%}
+    {%- do entry.sql.update({'rows_inserted': '(select count(*) from ' ~ target ~ ') - ' ~ sizes['.']}) -%}
   {%- endif -%}
   {%- do dbt_ivm._ivm_lap(phases, 'apply', clock, model.name ~ ': applied' ~ (' -' ~ counted.rows_deleted ~ ' +' ~ counted.rows_inserted
       ~ ' rows' if 'rows_inserted' in counted else ' (rows counted in the refresh log)')) -%}
