@@ -29,7 +29,8 @@ def shop(project_factory) -> tuple[IvmProject, ChangeLoggedTable]:
 
 def lease(project: IvmProject, state: str | None = None) -> tuple[int, str | None]:
     """(newest generation, its holder when it is held) of the facts table's lease, in the
-    state schema (default: the target schema)."""
+    state schema (default: the target schema). Odd generations are taken; a holder that
+    logged success has freed its generation."""
     state = state or project.schema
     prefix = f"__ivm_lease__{project.schema}__facts__g"
     found = project.spark.sql(f"show tables in {state} like '{prefix}*'").collect()
@@ -37,13 +38,20 @@ def lease(project: IvmProject, state: str | None = None) -> tuple[int, str | Non
     if top % 2 == 0:
         return top, None
     properties = project.spark.sql(f"show tblproperties {state}.{prefix}{top}").collect()
-    return top, {r["key"]: r["value"] for r in properties}["dbt_ivm.holder"]
+    holder = {r["key"]: r["value"] for r in properties}["dbt_ivm.holder"]
+    success = f"select count(*) from {state}.__ivm_refresh_log where event = 'success:{holder}'"
+    return top, None if project.spark.sql(success).first()[0] else holder
+
+
+def next_taken(generation: int) -> int:
+    """The generation a refresh takes after `generation`: the next odd one."""
+    return generation + (2 if generation % 2 else 1)
 
 
 def hold(project: IvmProject, holder: str, age_s: float) -> int:
     """The facts table's lease, taken by someone else age_s seconds ago; its generation."""
     since = (datetime.now(timezone.utc) - timedelta(seconds=age_s)).strftime("%Y-%m-%dT%H:%M:%S")
-    generation = lease(project)[0] + 1
+    generation = next_taken(lease(project)[0])
     project.spark.sql(
         f"create table {project.schema}.__ivm_lease__{project.schema}__facts__g{generation} (holder string) "
         f"stored as textfile tblproperties ('dbt_ivm.holder' = '{holder}', 'dbt_ivm.since' = '{since}')"
@@ -56,7 +64,7 @@ def test_refresh_frees_its_lease(shop) -> None:
     before = lease(project)[0]
     orders.apply([Op("insert", {"order_id": 2, "amount": 2.0})])
     project.run()
-    assert lease(project) == (before + 2, None), "taken (odd) then freed (even)"
+    assert lease(project) == (next_taken(before), None), "taken, and freed by the refresh's success row"
     project.assert_consistent(["facts"], "after a refresh")
 
 
@@ -86,7 +94,7 @@ def test_dead_lease_is_taken_over_after_waiting(shop) -> None:
     generation = hold(project, "killed-run:model.x.facts", age_s=0)
     orders.apply([Op("update", {"order_id": 1, "amount": 10.0})])
     project.run("--vars", "{lease_timeout: 6, lease_wait: 20}")
-    assert lease(project) == (generation + 3, None)
+    assert lease(project) == (generation + 2, None)
     assert project.last_refresh("facts")["path"] == "incremental"
     project.assert_consistent(["facts"], "after taking over a dead lease")
 
@@ -104,11 +112,12 @@ def test_failed_refresh_lease_is_freed_at_run_end_and_old_generations_dropped(sh
     with dbt_log.open() as f:
         f.seek(logged)
         assert "stored as textfile" in f.read(), "the refresh failed before taking its lease"
-    assert lease(project) == (before + 2, None)
+    freed = next_taken(before) + 1
+    assert lease(project) == (freed, None), "taken, then freed by on-run-end (even)"
     prefix = f"__ivm_lease__{project.schema}__facts__g"
     kept = project.spark.sql(f"show tables in {project.schema} like '{prefix}*'").collect()
     generations = sorted(int(r["tableName"][len(prefix) :]) for r in kept)
-    assert generations == list(range(before - 1, before + 3)), "the four newest are kept"
+    assert generations[-1] == freed and generations[0] > freed - 4, generations  # older ones dropped
     project.run()
     project.assert_consistent(["facts"], "after the failed refresh")
 

@@ -7,7 +7,7 @@
     terms. A stage is {insert_view (a relation in FROM: the rows to insert), rewrite (rows
     are deleted), predicates (how to find the deleted rows in the table, see
     _ivm_join_delete_predicates), reason, reads_upstreams, delta (what the Delta apply
-    needs), scratch (the table to drop after the refresh log row, or none), counts (SQL of
+    needs), scratch (the scratch table it wrote, or none), counts (SQL of
     rows_deleted and rows_inserted for the refresh log row, when the stage knows them)}. -#}
 
 {#- Join-only view: DEL the changed slices by key, INS the query on the new slices. -#}
@@ -85,8 +85,7 @@
     definition at the fixed versions, restricted to their keys. The affected keys are
     written to a scratch table (a cached view whose query has a WITH made Spark miss the
     cache of a view read after it in the same statement, so the recompute evaluated every
-    key term again); its real size lets Spark broadcast it. The refresh drops it after
-    its log row. -#}
+    key term again); its real size lets Spark broadcast it. -#}
 {% macro _ivm_stage_keyed_changes(spec, target, plan, file_format) %}
   {%- set key = spec.key -%}
   {%- set by_index = {} -%}
@@ -125,17 +124,24 @@
     on parquet an aggregate's merged or affected groups. -#}
 {% macro _ivm_keys_table(target) %}
   {{ return(api.Relation.create(database=target.database, schema=target.schema, identifier='__ivm_keys__' ~ target.identifier,
-                                type='table') | string) }}
+                                type='table')) }}
 {% endmacro %}
 
-{#- Write the rows of relation (a query in parentheses) to the scratch table and
-    return its name. One a killed or failed refresh left is dropped first, unconditionally:
+{#- Write the rows of relation (a query in parentheses) to the scratch table and return its
+    name. It stays until the next refresh of the table replaces it (dropping it after the
+    refresh log row would be a statement outside the lease, which that row frees). On
+    parquet, which cannot replace a table, the one left is dropped first, unconditionally:
     dbt's relation cache lists the schema when the run starts, and a refresh of another
-    process may have left one since (its lease freed by its on-run-end hook). -#}
+    process may have left one since. -#}
 {% macro _ivm_write_scratch(target, relation, file_format='parquet') %}
-  {%- set scratch = dbt_ivm._ivm_keys_table(target) -%}
-  {%- do run_query('drop table if exists ' ~ scratch) -%}
-  {%- do run_query('create table ' ~ scratch ~ ' using ' ~ file_format ~ ' as select * from ' ~ relation ~ ' __ivm_s') -%}
+  {%- set scratch = dbt_ivm._ivm_keys_table(target) | string -%}
+  {%- set select = ' using ' ~ file_format ~ ' as select * from ' ~ relation ~ ' __ivm_s' -%}
+  {%- if file_format == 'delta' -%}
+    {%- do run_query('create or replace table ' ~ scratch ~ select) -%}
+  {%- else -%}
+    {%- do run_query('drop table if exists ' ~ scratch) -%}
+    {%- do run_query('create table ' ~ scratch ~ select) -%}
+  {%- endif -%}
   {{ return(scratch) }}
 {% endmacro %}
 

@@ -44,7 +44,10 @@
           settings, entry) -%}
     {%- endif -%}
     {%- if inputs is not none -%}{%- do dbt_ivm._ivm_drop_stale_snapshots(inputs.plan, refresh.versions_to) -%}{%- endif -%}
-    {%- do dbt_ivm._ivm_free_lease(refresh.lease.prefix, refresh.lease.generation, entry.refresh_id) -%}
+    {#- the 'success' row freed the lease, unless work followed it -#}
+    {%- if entry.lease_generation is none -%}
+      {%- do dbt_ivm._ivm_free_lease(refresh.lease.prefix, refresh.lease.generation, entry.refresh_id) -%}
+    {%- endif -%}
   {%- endif -%}
   {%- do dbt_ivm._ivm_apply_grants(target_relation, existing, entry.path == 'full') -%}
   {{ run_hooks(post_hooks) }}

@@ -73,6 +73,12 @@
     {%- do dbt_ivm.ivm_build_generation(target, existing, build_sql, properties, settings.location) -%}
   {%- endif -%}
   {%- do dbt_ivm._ivm_persist_docs(target, model, settings.persist_docs) -%}
+  {#- the scratch table an incremental refresh left (dbt's relation cache knows it): a later
+      one may store the table in another format, and Delta cannot replace a parquet table -#}
+  {%- set scratch = dbt_ivm._ivm_keys_table(target) -%}
+  {%- if adapter.get_relation(database=scratch.database, schema=scratch.schema, identifier=scratch.identifier) is not none -%}
+    {%- do adapter.drop_relation(scratch) -%}
+  {%- endif -%}
   {%- if settings.get('change_log') -%}
     {%- do dbt_ivm.ivm_create_change_log(target, settings.change_log) -%}
     {%- do entry.update({'changes_logged': true}) -%}
@@ -367,9 +373,8 @@
   {%- do entry.update(counted) -%}
   {%- do entry.update({'status': 'success', 'logs_advanced': false, 'phase_s': phases,
                        'duration_s': dbt_ivm._ivm_seconds_since(entry.started_at)}) -%}
+  {#- the refresh's last write: it frees the lease (see macros/state/lease.sql) -#}
   {%- do dbt_ivm.ivm_log_refresh(model, target, entry) -%}
-  {#- after the log row, whose counts may read it -#}
-  {%- if stage.get('scratch') -%}{%- do run_query('drop table if exists ' ~ stage.scratch) -%}{%- endif -%}
   {{ log('dbt_ivm: ' ~ model.name ~ ': incremental (' ~ reason ~ ')' ~ (', -' ~ counted.rows_deleted ~ ' +' ~ counted.rows_inserted
       ~ ' rows' if 'rows_inserted' in counted else '') ~ ' in ' ~ entry.duration_s ~ ' s', info=true) }}
   {{ return(none) }}

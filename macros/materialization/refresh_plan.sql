@@ -75,6 +75,7 @@
 {% macro _ivm_plan_refresh(model, target, existing, analysis, inputs, settings, entry) %}
   {%- if inputs is none -%}
     {%- set lease = dbt_ivm.ivm_acquire_lease(model, target, entry.refresh_id, settings) -%}
+    {%- do dbt_ivm._ivm_lease_in_entry(lease, [], entry) -%}
     {%- set codes = analysis.issues | map(attribute='code') | unique | join(', ') -%}
     {%- do entry.update({'table_version': dbt_ivm._ivm_table_stamp(entry.started_at, none)}) -%}
     {{ log('dbt_ivm: ' ~ model.name ~ ' cannot be maintained incrementally (' ~ codes ~
@@ -92,7 +93,9 @@
     {#- nothing to do, and nothing that changes the state to log: no lease needed -#}
     {{ return({'path': 'no-op', 'reason': none, 'lease': none, 'state': position.state, 'versions_to': position.versions_to}) }}
   {%- endif -%}
-  {%- set lease = dbt_ivm.ivm_acquire_lease(model, target, entry.refresh_id, settings, lease_top) -%}
+  {%- set lease = dbt_ivm.ivm_acquire_lease(model, target, entry.refresh_id, settings, lease_top,
+      (position.state.last_success or {}).get('lease_generation')) -%}
+  {%- do dbt_ivm._ivm_lease_in_entry(lease, plan, entry) -%}
   {%- if not lease.fresh -%}
     {#- another refresh ran while this one waited: read the state it left -#}
     {%- set position = dbt_ivm._ivm_read_position(model, existing, plan, inputs.definition_hash,
@@ -112,6 +115,14 @@
   {%- set reason = reason or position.drift_reason -%}
   {{ return({'path': 'full' if reason else 'incremental', 'reason': reason or none, 'lease': lease, 'state': state,
              'versions_to': versions_to}) }}
+{% endmacro %}
+
+{#- The lease generation the refresh's 'success' row frees (entry.lease_generation): the
+    refresh's last write, unless it drops stale diff snapshots after it (see
+    _ivm_drop_stale_snapshots), in which case the materialization frees the lease after them. -#}
+{% macro _ivm_lease_in_entry(lease, plan, entry) %}
+  {%- set after_success = plan | map(attribute='up') | selectattr('feed', 'equalto', 'diff') | list -%}
+  {%- do entry.update({'lease_generation': none if after_success else lease.generation}) -%}
 {% endmacro %}
 
 {#- The state of a refresh from the refresh log and the upstream versions it reads up to:

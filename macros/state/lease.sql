@@ -1,15 +1,17 @@
 {#- The refresh lease: at most one refresh of a model at a time, across processes and
     machines. A lease generation is an empty Hive-format table in the state schema,
-    __ivm_lease__<schema>__<table>__g<n>. The newest generation decides: odd means held by
-    the holder named in its properties (refresh id, since when, UTC), even means free.
+    __ivm_lease__<schema>__<table>__g<n>. The newest generation decides: odd means taken by
+    the holder named in its properties (refresh id, since when, UTC), even means freed.
     Taking the lease is CREATE TABLE IF NOT EXISTS of the next odd generation, which the
     metastore performs atomically (of two creators exactly one creates it, the other is told
-    it exists and does nothing), followed by reading that table's holder; releasing it is
-    creating the even generation after it. A lease held longer than ivm_lease_timeout is
-    presumed dead (its holder was killed) and taken over by creating the odd generation
-    after next the same way. Properties are only ever read from a table by its exact name,
-    and a generation is dropped only when four newer ones exist, so no reader sees a table
-    vanish under it. -#}
+    it exists and does nothing), followed by reading that table's holder. A refresh frees
+    its lease with its 'success' row in the refresh log, which names the generation it
+    took (no statement of its own); one that fails is freed by creating the even
+    generation after it (on-run-end, ivm_release_lease). A taken generation whose holder
+    has neither finished nor freed it for longer than ivm_lease_timeout is presumed dead
+    (its holder was killed) and taken over the same way. Properties are only ever read from
+    a table by its exact name, and a generation is dropped only when four newer ones exist,
+    so no reader sees a table vanish under it. -#}
 
 {% macro _ivm_lease_prefix(schema, identifier) %}
   {%- set key = (schema ~ '__' ~ identifier) | lower -%}
@@ -62,15 +64,16 @@
 
 {#- Take the lease of a model's table for refresh_id, waiting up to settings.lease_wait
     seconds for a running refresh; fails naming the holder when it stays busy. seen_top:
-    the newest generation read (_ivm_lease_top) before the refresh read its state, or none.
-    Returns {'prefix', 'generation', 'fresh'}: fresh when the lease was taken at the first
-    try from seen_top, so no refresh can have logged anything since that state was read
-    (another one would have had to take the generation this one took). -#}
-{% macro ivm_acquire_lease(model, target_relation, refresh_id, settings, seen_top=none) %}
-  {{ return(adapter.dispatch('ivm_acquire_lease', 'dbt_ivm')(model, target_relation, refresh_id, settings, seen_top)) }}
+    the newest generation read (_ivm_lease_top) before the refresh read its state, or none;
+    finished: the generation that state's last 'success' row freed, or none. Returns
+    {'prefix', 'generation', 'fresh'}: fresh when the lease was taken at the first try from
+    seen_top, so no refresh can have logged anything since that state was read (another
+    one would have had to take the generation this one took). -#}
+{% macro ivm_acquire_lease(model, target_relation, refresh_id, settings, seen_top=none, finished=none) %}
+  {{ return(adapter.dispatch('ivm_acquire_lease', 'dbt_ivm')(model, target_relation, refresh_id, settings, seen_top, finished)) }}
 {% endmacro %}
 
-{% macro default__ivm_acquire_lease(model, target_relation, refresh_id, settings, seen_top=none) %}
+{% macro default__ivm_acquire_lease(model, target_relation, refresh_id, settings, seen_top=none, finished=none) %}
   {%- set prefix = dbt_ivm._ivm_lease_prefix(target_relation.schema, target_relation.identifier) -%}
   {%- set deadline = modules.datetime.datetime.utcnow() + modules.datetime.timedelta(seconds=settings.lease_wait) -%}
   {%- set state = {'lease': none, 'holder': none, 'done': false} -%}
@@ -80,17 +83,23 @@
     {%- if attempt > 0 -%}
       {%- do run_query("select reflect('java.lang.Thread', 'sleep', 5000L)") -%}
     {%- endif -%}
-    {%- set top = seen_top if attempt == 0 and seen_top is not none else dbt_ivm._ivm_lease_top(prefix) -%}
-    {%- set current = dbt_ivm.ivm_lease_holder(prefix ~ top) if top is odd else none -%}
+    {%- set first = attempt == 0 and seen_top is not none -%}
+    {%- set top = seen_top if first else dbt_ivm._ivm_lease_top(prefix) -%}
+    {#- a taken generation is free once its holder logged success: known from the state
+        read at the first try, else asked of the refresh log -#}
+    {%- set current = none -%}
+    {%- if top is odd and not (first and top == finished) -%}
+      {%- set current = dbt_ivm.ivm_lease_holder(prefix ~ top) -%}
+      {%- if dbt_ivm._ivm_lease_finished(model.unique_id, current.holder) -%}{%- set current = none -%}{%- endif -%}
+    {%- endif -%}
     {%- set dead = current is not none
         and (modules.datetime.datetime.utcnow() - current.since).total_seconds() > settings.lease_timeout -%}
     {%- if current is none or dead -%}
-      {%- set generation = top + (2 if dead else 1) -%}
+      {%- set generation = top + (2 if top is odd else 1) -%}
       {%- do dbt_ivm._ivm_create_lease(prefix, generation, refresh_id) -%}
       {%- set winner = dbt_ivm.ivm_lease_holder(prefix ~ generation) -%}
       {%- if winner.holder == refresh_id -%}
-        {%- do state.update({'lease': {'prefix': prefix, 'generation': generation, 'fresh': attempt == 0 and seen_top is not none},
-                             'done': true}) -%}
+        {%- do state.update({'lease': {'prefix': prefix, 'generation': generation, 'fresh': first}, 'done': true}) -%}
         {%- if dead -%}
           {{ log('dbt_ivm: ' ~ model.name ~ ': took over the refresh lease of ' ~ current.holder ~ ' (held since ' ~ current.since
                  ~ ' UTC, longer than ivm_lease_timeout = ' ~ settings.lease_timeout ~ ' s: presumed dead)', info=true) }}
@@ -117,8 +126,17 @@
   {{ return(state.lease) }}
 {% endmacro %}
 
-{#- Free lease generation n (held by `by`) by creating the even generation after it; when a
-    newer holder took it over, its generation is higher and this changes nothing. -#}
+{#- Whether the refresh `holder` (a refresh id) of model_id logged its 'success' row, which
+    frees the lease it took (its partition of the refresh log: one row or none). -#}
+{% macro _ivm_lease_finished(model_id, holder) %}
+  {%- set log = dbt_ivm.ivm_refresh_log_relation() -%}
+  {{ return(run_query('select count(*) from ' ~ log ~ ' where model = ' ~ dbt_ivm._ivm_string_literal(model_id)
+      ~ ' and event = ' ~ dbt_ivm._ivm_string_literal('success:' ~ holder)).rows[0][0] > 0) }}
+{% endmacro %}
+
+{#- Free lease generation n (held by `by`) by creating the even generation after it, for a
+    holder that cannot log its success (it failed or was killed); when a newer holder took
+    it over, its generation is higher and this changes nothing. -#}
 {% macro _ivm_free_lease(prefix, generation, by) %}
   {%- do dbt_ivm._ivm_create_lease(prefix, generation + 1, 'released:' ~ by) -%}
 {% endmacro %}
@@ -155,8 +173,8 @@
   {%- endif -%}
   {%- set prefix = dbt_ivm._ivm_lease_prefix(node.schema, node.alias) -%}
   {%- set top = dbt_ivm._ivm_lease_top(prefix) -%}
-  {%- if top is odd -%}
-    {%- set lease = dbt_ivm.ivm_lease_holder(prefix ~ top) -%}
+  {%- set lease = dbt_ivm.ivm_lease_holder(prefix ~ top) if top is odd else none -%}
+  {%- if lease is not none and not dbt_ivm._ivm_lease_finished(node.unique_id, lease.holder) -%}
     {%- do dbt_ivm._ivm_free_lease(prefix, top, invocation_id) -%}
     {{ log('dbt_ivm: released the refresh lease of ' ~ model ~ ' held by ' ~ lease.holder ~ ' since ' ~ lease.since ~ ' UTC', info=true) }}
   {%- else -%}
