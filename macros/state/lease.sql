@@ -141,6 +141,18 @@
   {%- do dbt_ivm._ivm_create_lease(prefix, generation + 1, 'released:' ~ by) -%}
 {% endmacro %}
 
+{#- Free the taken leases (odd newest generation) in found ({prefix: [generations]}, from
+    ivm_lease_generations) whose holders are (own) or are not (not own) refreshes of this
+    invocation; only: the prefixes to consider (none: all). -#}
+{% macro _ivm_free_taken_leases(found, own, only=none) %}
+  {%- for prefix, generations in found.items() if only is none or prefix in only -%}
+    {%- set top = generations | max -%}
+    {%- if top is odd and dbt_ivm.ivm_lease_holder(prefix ~ top).holder.startswith(invocation_id ~ ':') == own -%}
+      {%- do dbt_ivm._ivm_free_lease(prefix, top, invocation_id) -%}
+    {%- endif -%}
+  {%- endfor -%}
+{% endmacro %}
+
 {#- on-run-end: release the leases still held by this invocation's failed ivm refreshes, and
     drop every lease generation that has four newer ones. -#}
 {% macro ivm_on_run_end(results) %}
@@ -152,11 +164,10 @@
   {#- ivm models ran, so on-run-start (or, with the hooks off, the materialization) created the state schema -#}
   {%- if execute and ivm -%}
     {%- set schema = dbt_ivm.ivm_refresh_log_relation().schema -%}
-    {%- for prefix, generations in dbt_ivm.ivm_lease_generations('__ivm_lease__*').items() -%}
+    {%- set found = dbt_ivm.ivm_lease_generations('__ivm_lease__*') -%}
+    {%- do dbt_ivm._ivm_free_taken_leases(found, true, failed) -%}
+    {%- for prefix, generations in found.items() -%}
       {%- set top = generations | max -%}
-      {%- if prefix in failed and top is odd and dbt_ivm.ivm_lease_holder(prefix ~ top).holder.startswith(invocation_id ~ ':') -%}
-        {%- do dbt_ivm._ivm_free_lease(prefix, top, invocation_id) -%}
-      {%- endif -%}
       {%- for g in generations if g <= top - 4 -%}
         {%- do run_query('drop table if exists ' ~ schema ~ '.' ~ prefix ~ g) -%}
       {%- endfor -%}

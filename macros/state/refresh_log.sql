@@ -41,12 +41,7 @@
     {%- do dbt_ivm._ivm_create_refresh_log(log) -%}
     {#- a log dropped outside dbt_ivm took with it the 'success' rows that free the leases
         their refreshes took: free those (not this invocation's own) -#}
-    {%- for prefix, generations in dbt_ivm.ivm_lease_generations('__ivm_lease__*').items() -%}
-      {%- set top = generations | max -%}
-      {%- if top is odd and not dbt_ivm.ivm_lease_holder(prefix ~ top).holder.startswith(invocation_id ~ ':') -%}
-        {%- do dbt_ivm._ivm_free_lease(prefix, top, invocation_id) -%}
-      {%- endif -%}
-    {%- endfor -%}
+    {%- do dbt_ivm._ivm_free_taken_leases(dbt_ivm.ivm_lease_generations('__ivm_lease__*'), false) -%}
   {%- else -%}
     {#- a log created by an older version of the package gains the columns added since -#}
     {%- set missing = [] -%}
