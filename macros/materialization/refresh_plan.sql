@@ -84,16 +84,15 @@
                'lease': lease, 'state': none, 'versions_to': none}) }}
   {%- endif -%}
   {%- set plan = inputs.plan -%}
-  {#- one refresh of a table at a time: the table is written under the lease. The newest lease
-      generation is read before the state, so that taking the next one proves the state current -#}
-  {%- set lease_top = dbt_ivm._ivm_lease_top(dbt_ivm._ivm_lease_prefix(target.schema, target.identifier)) -%}
   {%- set position = dbt_ivm._ivm_read_position(model, existing, plan, inputs.definition_hash,
       inputs.upstream_columns, analysis.parsed.tk, entry) -%}
   {%- if position.unchanged -%}
     {#- nothing to do, and nothing that changes the state to log: no lease needed -#}
     {{ return({'path': 'no-op', 'reason': none, 'lease': none, 'state': position.state, 'versions_to': position.versions_to}) }}
   {%- endif -%}
-  {%- set lease = dbt_ivm.ivm_acquire_lease(model, target, entry.refresh_id, settings, lease_top,
+  {#- one refresh of a table at a time: the table is written under the lease. Taking it at
+      once from the generation the state's last success freed proves that state current -#}
+  {%- set lease = dbt_ivm.ivm_acquire_lease(model, target, entry.refresh_id, settings,
       (position.state.last_success or {}).get('lease_generation')) -%}
   {%- do dbt_ivm._ivm_lease_in_entry(lease, plan, entry) -%}
   {%- if not lease.fresh -%}

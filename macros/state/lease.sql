@@ -63,17 +63,17 @@
 {% endmacro %}
 
 {#- Take the lease of a model's table for refresh_id, waiting up to settings.lease_wait
-    seconds for a running refresh; fails naming the holder when it stays busy. seen_top:
-    the newest generation read (_ivm_lease_top) before the refresh read its state, or none;
-    finished: the generation that state's last 'success' row freed, or none. Returns
-    {'prefix', 'generation', 'fresh'}: fresh when the lease was taken at the first try from
-    seen_top, so no refresh can have logged anything since that state was read (another
-    one would have had to take the generation this one took). -#}
-{% macro ivm_acquire_lease(model, target_relation, refresh_id, settings, seen_top=none, finished=none) %}
-  {{ return(adapter.dispatch('ivm_acquire_lease', 'dbt_ivm')(model, target_relation, refresh_id, settings, seen_top, finished)) }}
+    seconds for a running refresh; fails naming the holder when it stays busy. finished:
+    the generation that the last 'success' row of the state the refresh read freed, or
+    none. Returns {'prefix', 'generation', 'fresh'}: fresh when the lease was taken at the
+    first try from that very generation, so no refresh can have logged anything since that
+    state was read: another one would have held a newer generation, which the first try
+    would have seen, or taken the one this refresh took. -#}
+{% macro ivm_acquire_lease(model, target_relation, refresh_id, settings, finished=none) %}
+  {{ return(adapter.dispatch('ivm_acquire_lease', 'dbt_ivm')(model, target_relation, refresh_id, settings, finished)) }}
 {% endmacro %}
 
-{% macro default__ivm_acquire_lease(model, target_relation, refresh_id, settings, seen_top=none, finished=none) %}
+{% macro default__ivm_acquire_lease(model, target_relation, refresh_id, settings, finished=none) %}
   {%- set prefix = dbt_ivm._ivm_lease_prefix(target_relation.schema, target_relation.identifier) -%}
   {%- set deadline = modules.datetime.datetime.utcnow() + modules.datetime.timedelta(seconds=settings.lease_wait) -%}
   {%- set state = {'lease': none, 'holder': none, 'done': false} -%}
@@ -83,12 +83,12 @@
     {%- if attempt > 0 -%}
       {%- do run_query("select reflect('java.lang.Thread', 'sleep', 5000L)") -%}
     {%- endif -%}
-    {%- set first = attempt == 0 and seen_top is not none -%}
-    {%- set top = seen_top if first else dbt_ivm._ivm_lease_top(prefix) -%}
+    {%- set top = dbt_ivm._ivm_lease_top(prefix) -%}
+    {%- set first = attempt == 0 and finished is not none and top == finished -%}
     {#- a taken generation is free once its holder logged success: known from the state
-        read at the first try, else asked of the refresh log -#}
+        when it is the one the last success freed, else asked of the refresh log -#}
     {%- set current = none -%}
-    {%- if top is odd and not (first and top == finished) -%}
+    {%- if top is odd and not first -%}
       {%- set current = dbt_ivm.ivm_lease_holder(prefix ~ top) -%}
       {%- if dbt_ivm._ivm_lease_finished(model.unique_id, current.holder) -%}{%- set current = none -%}{%- endif -%}
     {%- endif -%}
