@@ -273,3 +273,42 @@ def test_parquet_cost_estimate_rebuilds_when_the_rewrite_costs_more(project: Ivm
         assert not project.differences("order_facts_costed")
     finally:
         model.unlink()
+
+
+def test_parquet_cost_estimate_rebuilds_before_computing_the_change(project: IvmProject, shop: Shop) -> None:
+    """With the row counts the last refresh logged, a refresh whose estimate shows a rebuild
+    cheaper even at its most favourable rebuilds without netting the change."""
+    project.write(
+        "models/region_sales_costed.sql",
+        """\
+        {{ config(materialized='ivm', meta={'ivm_rebuild_above': 0.9}) }}
+        select c.region, count(*) as orders, sum(o.amount) as total
+        from {{ source('shop', 'orders') }} o
+        join {{ source('shop', 'customers') }} c on o.customer_id = c.customer_id
+        group by c.region
+        """,
+    )
+    try:
+        project.run("--select", "region_sales_costed")
+        # both upstreams change: each term reads the other upstream, and the groups are rewritten
+        for order_id, region in ((41, "MARS"), (42, "VENUS")):
+            shop.customers.apply([Op("update", {"customer_id": 2, "region": region})])
+            shop.orders.apply([Op("insert", {"order_id": order_id, "customer_id": 1, "amount": 4.0})])
+            project.run("--select", "region_sales_costed")
+        log = project.refresh_log("region_sales_costed")
+        first, second = [r for r in log if r["status"] == "success"][-2:]
+        # the first netted the change and logged the row counts; the second decided from them
+        assert first["path"] == second["path"] == "full"
+        assert first["change_rows"] and first["reason"].endswith("rebuilding is cheaper")
+        assert second["reason"].endswith(
+            "rebuilding is cheaper (row counts of the last refresh; the change was not computed)"
+        )
+        assert not second["change_rows"] and second["sizes"] == first["sizes"] != {}
+        assert not project.differences("region_sales_costed")
+        # orders alone: one term reads customers, the groups are rewritten: cheaper than a rebuild
+        shop.orders.apply([Op("insert", {"order_id": 43, "customer_id": 3, "amount": 2.0})])
+        project.run("--select", "region_sales_costed")
+        assert project.last_refresh("region_sales_costed")["path"] == "incremental"
+        assert not project.differences("region_sales_costed")
+    finally:
+        (project.root / "models/region_sales_costed.sql").unlink()

@@ -233,6 +233,23 @@
           ~ ') from ' ~ p.up.relation ~ ' where ' ~ dbt_ivm._ivm_watermark_window(p) ~ ')') -%}
     {%- endif -%}
   {%- endfor -%}
+  {#- on parquet, a rebuild that the row counts of the last refresh already show cheaper is
+      chosen before the change is computed, by the estimate at its most favourable to the
+      refresh: every upstream whose version moved counts as changed, and no rewrite that
+      only deleted rows would force -#}
+  {%- set known = (state.last_success or {}).get('sizes') or {} -%}
+  {%- set early = namespace(on=settings.rebuild_above and not delta and '.' in known) -%}
+  {%- for p in plan if p.up.name not in known -%}{%- set early.on = false -%}{%- endfor -%}
+  {%- if early.on -%}
+    {%- set moved = {} -%}
+    {%- for p in plan if p.changed -%}{%- do moved.update({p.up.name: 1}) -%}{%- endfor -%}
+    {%- set costly = dbt_ivm._ivm_parquet_cost(plan, moved, known, spec, spec is not none or state.repair,
+        settings.partition_by | length > 0) -%}
+    {%- if costly -%}
+      {%- do entry.update({'versions_from': versions_from, 'sizes': known}) -%}
+      {{ return(costly ~ ' (row counts of the last refresh; the change was not computed)') }}
+    {%- endif -%}
+  {%- endif -%}
   {%- set changed = plan | selectattr('changed') | list -%}
   {%- set change_rows = {} -%}
   {%- set nv = namespace(rows=0, old=0, base=0) -%}
@@ -251,6 +268,7 @@
     {%- set answer = run_query('select to_json(array(' ~ counters | join(', ') ~ '))'
         ~ (', to_json(map(' ~ sized | join(', ') ~ '))' if sized else '')).rows[0] -%}
     {%- do sizes.update(fromjson(answer[1]) if sized else {}) -%}
+    {%- if not delta and settings.rebuild_above -%}{%- do entry.update({'sizes': sizes}) -%}{%- endif -%}
     {%- for c in fromjson(answer[0]) -%}
       {%- set p = changed[loop.index0] -%}
       {%- if c.get('problem') -%}

@@ -65,7 +65,7 @@
              'versions_from map<string, string>', 'versions_to map<string, string>', 'change_rows map<string, bigint>',
              'rows_deleted bigint', 'rows_inserted bigint', 'logs_advanced boolean', 'definition_hash string', 'message string',
              'phase_s map<string, double>', 'table_version bigint', 'changes_logged boolean', 'columns map<string, string>',
-             'lease_generation bigint']) }}
+             'lease_generation bigint', 'sizes map<string, bigint>']) }}
 {% endmacro %}
 
 {#- Create the refresh log once per invocation (on-run-start), before models run in parallel. -#}
@@ -128,7 +128,8 @@
   {%- set log = dbt_ivm.ivm_refresh_log_relation() -%}
   {%- set m = dbt_ivm._ivm_string_literal(model_id) -%}
   {{ return('select status, to_json(versions_to) as versions_to, definition_hash, logs_advanced, refresh_id, table_version, logged_at, '
-      ~ 'path, to_json(columns) as columns, lease_generation from (select *, ' ~ dbt_ivm._ivm_last_success('()') ~ ' as __ivm_last '
+      ~ 'path, to_json(columns) as columns, lease_generation, to_json(sizes) as sizes '
+      ~ 'from (select *, ' ~ dbt_ivm._ivm_last_success('()') ~ ' as __ivm_last '
       ~ 'from ' ~ log ~ ' where model = ' ~ m ~ " and event not like 'noop:%') where logged_at >= coalesce(__ivm_last, timestamp'1970-01-01')") }}
 {% endmacro %}
 
@@ -148,7 +149,7 @@
     {%- if r[0] == 'success' -%}
       {%- do state.update({'last_success': {'versions': fromjson(r[1]) if r[1] else {}, 'definition_hash': r[2], 'logs_advanced': r[3],
                                             'table_version': r[5], 'logged_at': r[6], 'columns': fromjson(r[8]) if r[8] else {},
-                                            'lease_generation': r[9]},
+                                            'lease_generation': r[9], 'sizes': fromjson(r[10]) if r[10] else {}},
                            'repair': 'an upstream change log advanced during the last refresh' if r[3] else none}) -%}
     {%- elif r[0] == 'started' -%}
       {#- several refreshes may have been interrupted since the last success -#}
@@ -167,7 +168,8 @@
     versions_from, versions_to, change_rows, rows_deleted, rows_inserted, logs_advanced, definition_hash, message,
     table_version (the refresh's stamp, see _ivm_table_stamp), changes_logged (it wrote its own change log),
     columns (_ivm_columns_signature of every upstream by name and of the table as '.'), lease_generation (the
-    refresh lease generation a 'success' row frees, see macros/state/lease.sql), sql (column name ->
+    refresh lease generation a 'success' row frees, see macros/state/lease.sql), sizes (the row counts of the
+    upstreams by name and of the table as '.' that a parquet refresh's cost estimate used), sql (column name ->
     a SQL expression that replaces the entry's value: counts only Spark knows when the row is written). -#}
 {% macro ivm_log_refresh(model, relation, entry, main=false) %}
   {{ return(adapter.dispatch('ivm_log_refresh', 'dbt_ivm')(model, relation, entry, main)) }}
@@ -188,7 +190,8 @@
       dbt_ivm._ivm_map_literal(entry.get('phase_s', {}), 'double'),
       'cast(' ~ (entry.get('table_version') if entry.get('table_version') is not none else 'null') ~ ' as bigint)',
       'true' if entry.get('changes_logged') else 'false', dbt_ivm._ivm_map_literal(entry.get('columns', {}), 'string'),
-      'cast(' ~ (entry.get('lease_generation') if entry.get('lease_generation') is not none else 'null') ~ ' as bigint)', model_id,
+      'cast(' ~ (entry.get('lease_generation') if entry.get('lease_generation') is not none else 'null') ~ ' as bigint)',
+      dbt_ivm._ivm_map_literal(entry.get('sizes', {}), 'bigint'), model_id,
       dbt_ivm._ivm_string_literal(entry.get('event', entry.status) ~ ':' ~ entry.refresh_id)] -%}
   {#- values only Spark knows (counts of a parquet write): SQL expressions, evaluated as the row is written -#}
   {%- set computed = entry.get('sql', {}) -%}
