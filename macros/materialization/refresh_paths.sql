@@ -238,9 +238,8 @@
       refresh: every upstream whose version moved counts as changed, and no rewrite that
       only deleted rows would force -#}
   {%- set known = (state.last_success or {}).get('sizes') or {} -%}
-  {%- set early = namespace(on=settings.rebuild_above and not delta and '.' in known) -%}
-  {%- for p in plan if p.up.name not in known -%}{%- set early.on = false -%}{%- endfor -%}
-  {%- if early.on -%}
+  {%- set unknown = plan | map(attribute='up.name') | reject('in', known) | list -%}
+  {%- if settings.rebuild_above and not delta and '.' in known and not unknown -%}
     {%- set moved = {} -%}
     {%- for p in plan if p.changed -%}{%- do moved.update({p.up.name: 1}) -%}{%- endfor -%}
     {%- set costly = dbt_ivm._ivm_parquet_cost(plan, moved, known, spec, spec is not none or state.repair,

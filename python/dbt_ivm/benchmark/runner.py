@@ -245,8 +245,7 @@ def _measure_point(
     progress.line(f"  {workload.name}: {order} ...")
     ui = project.spark.sparkContext.uiWebUrl
     profile = SparkProfile(ui.rstrip("/")) if ui else None
-    if rebuild_first:
-        _measure_rebuild(project, workload, sample, profile)
+    rebuilt = _measure_rebuild(project, workload, sample, profile) if rebuild_first else False
     ok = measure_refresh(project, workload.ivm_model, sample, config.check, config.check_method, profile)
     if not ok:
         # start the next point from a correct table
@@ -254,8 +253,7 @@ def _measure_point(
         if resync.error:
             sample.errors.append(f"full refresh after the failure failed too: {first_line(resync.error)}")
     if not rebuild_first:
-        _measure_rebuild(project, workload, sample, profile)
-    rebuilt = not any(e.startswith("rebuild failed") for e in sample.errors)
+        rebuilt = _measure_rebuild(project, workload, sample, profile)
     if _has_hand(workload, config):
         _measure_hand(project, workload, sample, progress)
     ratio = f"x{sample.rebuild_s / sample.refresh_s:.1f}" if sample.refresh_s and rebuilt else "-"
@@ -269,11 +267,13 @@ def _measure_point(
 
 def _measure_rebuild(
     project: BenchProject, workload: Workload, sample: Sample, profile: SparkProfile | None
-) -> None:
+) -> bool:
+    """Rebuild the table twin into `sample`; True when it succeeded."""
     rebuild, sample.rebuild_profile = timed_run(project, workload.table_model, profile)
     sample.rebuild_s = rebuild.wall_s
     if rebuild.error:
         sample.errors.append(f"rebuild failed: {first_line(rebuild.error)}")
+    return rebuild.error is None
 
 
 def _measure_hand(project: BenchProject, workload: Workload, sample: Sample, progress: Progress) -> None:
