@@ -60,10 +60,7 @@
     {%- set relations = {} -%}
     {%- for q in plan -%}
       {%- if q is sameas p -%}
-        {%- set halves = [] -%}
-        {%- if p.has_new -%}{%- do halves.append('select *, 1 as __ivm_sign from ' ~ dbt_ivm._ivm_new_images_sql(p) ~ ' __ivm_n') -%}{%- endif -%}
-        {%- if p.old > 0 -%}{%- do halves.append('select *, -1 as __ivm_sign from ' ~ dbt_ivm._ivm_old_images_sql(p) ~ ' __ivm_o') -%}{%- endif -%}
-        {%- do relations.update({q.index: dbt_ivm._ivm_broadcast(p, '(' ~ halves | join(' union all ') ~ ')')}) -%}
+        {%- do relations.update({q.index: dbt_ivm._ivm_broadcast(p, dbt_ivm._ivm_signed_images_sql(p))}) -%}
       {%- elif q.changed and q.index > p.index -%}
         {%- do relations.update({q.index: '(select *, 1 as __ivm_sign from ' ~ dbt_ivm._ivm_old_version_sql(q) ~ ' __ivm_r)'}) -%}
       {%- else -%}
@@ -73,6 +70,29 @@
     {%- do terms.append(dbt_ivm._ivm_fill_relations(template, dbt_ivm._ivm_reduced_relations(edges, relations, p))) -%}
   {%- endfor -%}
   {{ return(terms) }}
+{% endmacro %}
+
+{#- The images of a changed upstream with __ivm_sign: its new images 1, its old images -1.
+    Both from a change set come from one read of it (each row yields its new image, its old
+    image or both): every copy of the netted change set in a statement costs its own
+    planning and scan, and the key filters of the other upstreams repeat this relation. -#}
+{% macro _ivm_signed_images_sql(p) %}
+  {%- if p.up.kind == 'change_log' and p.has_new and p.old > 0 -%}
+    {%- set new = [] -%}
+    {%- set old = [] -%}
+    {%- for name in p.columns | map(attribute='name') -%}
+      {%- set key = dbt_ivm._ivm_string_literal(name) ~ ', ' -%}
+      {%- do new.append(key ~ '__ivm_c.' ~ dbt_ivm._ivm_quote(name)) -%}
+      {%- do old.append(key ~ '__ivm_c.__ivm_before.' ~ dbt_ivm._ivm_quote(name)) -%}
+    {%- endfor -%}
+    {{ return('(select inline(filter(array(if(__ivm_c.__ivm_new, named_struct(' ~ new | join(', ')
+        ~ ", '__ivm_sign', 1), null), if(__ivm_c.__ivm_old, named_struct(" ~ old | join(', ')
+        ~ ", '__ivm_sign', -1), null)), __ivm_x -> __ivm_x is not null)) from " ~ p.change_view ~ ' __ivm_c)') }}
+  {%- endif -%}
+  {%- set halves = [] -%}
+  {%- if p.has_new -%}{%- do halves.append('select *, 1 as __ivm_sign from ' ~ dbt_ivm._ivm_new_images_sql(p) ~ ' __ivm_n') -%}{%- endif -%}
+  {%- if p.old > 0 -%}{%- do halves.append('select *, -1 as __ivm_sign from ' ~ dbt_ivm._ivm_old_images_sql(p) ~ ' __ivm_o') -%}{%- endif -%}
+  {{ return('(' ~ halves | join(' union all ') ~ ')') }}
 {% endmacro %}
 
 {#- Old images of the changed keys of an upstream (rows it had at the stored version). -#}

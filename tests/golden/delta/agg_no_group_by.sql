@@ -41,7 +41,7 @@ from (
 select sum(__ivm_sign * __ivm_count) as __ivm_count, sum(__ivm_sign * __ivm_s0) as __ivm_s0, sum(__ivm_sign * __ivm_s1) as __ivm_s1, sum(__ivm_sign * __ivm_n1) as __ivm_n1
 from (
 select `__ivm_count`, `__ivm_s0`, `__ivm_s1`, `__ivm_n1`, __ivm_sign_0 as __ivm_sign from (
-select  count(*) as __ivm_count, count(*) as __ivm_s0, sum(amount) as __ivm_s1, count(amount) as __ivm_n1  , `orders`.`__ivm_sign` as __ivm_sign_0 from (select /*+ BROADCAST */ * from (select *, 1 as __ivm_sign from (select `order_id`, `customer_id`, `amount`, `status` from __ivm_agg_no_group_by_chg_orders where __ivm_new) __ivm_n union all select *, -1 as __ivm_sign from (select `order_id`, `customer_id`, `amount`, `status` from (select __ivm_before.* from __ivm_agg_no_group_by_chg_orders where __ivm_old) __ivm_b) __ivm_o) __ivm_b) `orders`
+select  count(*) as __ivm_count, count(*) as __ivm_s0, sum(amount) as __ivm_s1, count(amount) as __ivm_n1  , `orders`.`__ivm_sign` as __ivm_sign_0 from (select /*+ BROADCAST */ * from (select inline(filter(array(if(__ivm_c.__ivm_new, named_struct('order_id', __ivm_c.`order_id`, 'customer_id', __ivm_c.`customer_id`, 'amount', __ivm_c.`amount`, 'status', __ivm_c.`status`, '__ivm_sign', 1), null), if(__ivm_c.__ivm_old, named_struct('order_id', __ivm_c.__ivm_before.`order_id`, 'customer_id', __ivm_c.__ivm_before.`customer_id`, 'amount', __ivm_c.__ivm_before.`amount`, 'status', __ivm_c.__ivm_before.`status`, '__ivm_sign', -1), null)), __ivm_x -> __ivm_x is not null)) from __ivm_agg_no_group_by_chg_orders __ivm_c) __ivm_b) `orders`
 group by `orders`.`__ivm_sign`
 ) __ivm_t(`__ivm_count`, `__ivm_s0`, `__ivm_s1`, `__ivm_n1`, __ivm_sign_0)
 ) __ivm_d

@@ -39,7 +39,7 @@ using (
   from (select distinct `__ivm_g_0` from (select distinct * from (
 select `__ivm_g_0` from (
 select `customer_id`, `__ivm_g_0`, `__ivm_count`, `__ivm_s0`, `__ivm_s1`, __ivm_sign_0 as __ivm_sign from (
-select  customer_id, customer_id as __ivm_g_0, count(*) as __ivm_count, max(amount) as __ivm_s0, count(*) as __ivm_s1  , `orders`.`__ivm_sign` as __ivm_sign_0 from (select /*+ BROADCAST */ * from (select *, 1 as __ivm_sign from (select `order_id`, `customer_id`, `amount`, `status` from __ivm_minmax_recompute_chg_orders where __ivm_new) __ivm_n union all select *, -1 as __ivm_sign from (select `order_id`, `customer_id`, `amount`, `status` from (select __ivm_before.* from __ivm_minmax_recompute_chg_orders where __ivm_old) __ivm_b) __ivm_o) __ivm_b) `orders` group by customer_id
+select  customer_id, customer_id as __ivm_g_0, count(*) as __ivm_count, max(amount) as __ivm_s0, count(*) as __ivm_s1  , `orders`.`__ivm_sign` as __ivm_sign_0 from (select /*+ BROADCAST */ * from (select inline(filter(array(if(__ivm_c.__ivm_new, named_struct('order_id', __ivm_c.`order_id`, 'customer_id', __ivm_c.`customer_id`, 'amount', __ivm_c.`amount`, 'status', __ivm_c.`status`, '__ivm_sign', 1), null), if(__ivm_c.__ivm_old, named_struct('order_id', __ivm_c.__ivm_before.`order_id`, 'customer_id', __ivm_c.__ivm_before.`customer_id`, 'amount', __ivm_c.__ivm_before.`amount`, 'status', __ivm_c.__ivm_before.`status`, '__ivm_sign', -1), null)), __ivm_x -> __ivm_x is not null)) from __ivm_minmax_recompute_chg_orders __ivm_c) __ivm_b) `orders` group by customer_id
 , `orders`.`__ivm_sign`
 ) __ivm_t(`customer_id`, `__ivm_g_0`, `__ivm_count`, `__ivm_s0`, `__ivm_s1`, __ivm_sign_0)
 ) __ivm_s
@@ -49,7 +49,7 @@ select  customer_id, max(amount) as top, count(*) as n, customer_id as __ivm_g_0
 ) __ivm_r left semi join (select distinct * from (
 select `__ivm_g_0` from (
 select `customer_id`, `__ivm_g_0`, `__ivm_count`, `__ivm_s0`, `__ivm_s1`, __ivm_sign_0 as __ivm_sign from (
-select  customer_id, customer_id as __ivm_g_0, count(*) as __ivm_count, max(amount) as __ivm_s0, count(*) as __ivm_s1  , `orders`.`__ivm_sign` as __ivm_sign_0 from (select /*+ BROADCAST */ * from (select *, 1 as __ivm_sign from (select `order_id`, `customer_id`, `amount`, `status` from __ivm_minmax_recompute_chg_orders where __ivm_new) __ivm_n union all select *, -1 as __ivm_sign from (select `order_id`, `customer_id`, `amount`, `status` from (select __ivm_before.* from __ivm_minmax_recompute_chg_orders where __ivm_old) __ivm_b) __ivm_o) __ivm_b) `orders` group by customer_id
+select  customer_id, customer_id as __ivm_g_0, count(*) as __ivm_count, max(amount) as __ivm_s0, count(*) as __ivm_s1  , `orders`.`__ivm_sign` as __ivm_sign_0 from (select /*+ BROADCAST */ * from (select inline(filter(array(if(__ivm_c.__ivm_new, named_struct('order_id', __ivm_c.`order_id`, 'customer_id', __ivm_c.`customer_id`, 'amount', __ivm_c.`amount`, 'status', __ivm_c.`status`, '__ivm_sign', 1), null), if(__ivm_c.__ivm_old, named_struct('order_id', __ivm_c.__ivm_before.`order_id`, 'customer_id', __ivm_c.__ivm_before.`customer_id`, 'amount', __ivm_c.__ivm_before.`amount`, 'status', __ivm_c.__ivm_before.`status`, '__ivm_sign', -1), null)), __ivm_x -> __ivm_x is not null)) from __ivm_minmax_recompute_chg_orders __ivm_c) __ivm_b) `orders` group by customer_id
 , `orders`.`__ivm_sign`
 ) __ivm_t(`customer_id`, `__ivm_g_0`, `__ivm_count`, `__ivm_s0`, `__ivm_s1`, __ivm_sign_0)
 ) __ivm_s
