@@ -101,8 +101,10 @@
       {%- do relations.update({q.index: current}) -%}
     {%- endfor -%}
     {%- set p = by_index[term.upstream] -%}
-    {%- set images = [dbt_ivm._ivm_new_images_sql(p)] + ([dbt_ivm._ivm_old_images_sql(p)] if p.old > 0 else []) -%}
-    {%- set changed_rows = dbt_ivm._ivm_broadcast(p, '(select * from ' ~ images | join(' __ivm_i union all select * from ') ~ ' __ivm_i)') -%}
+    {#- its new and old images from one read of the change set (the sign is dropped) -#}
+    {%- set images = dbt_ivm._ivm_signed_images_sql(p) if p.has_new or p.old > 0 else dbt_ivm._ivm_new_images_sql(p) -%}
+    {%- set cols = dbt_ivm._ivm_quote_all(p.columns | map(attribute='name')) | join(', ') -%}
+    {%- set changed_rows = dbt_ivm._ivm_broadcast(p, '(select ' ~ cols ~ ' from ' ~ images ~ ' __ivm_i)') -%}
     {%- do parts.append(dbt_ivm._ivm_fill_relations(term.sql.replace('__IVM_DELTA__', changed_rows), relations)) -%}
   {%- endfor -%}
   {%- set affected_view = dbt_ivm._ivm_write_scratch(target, '(select distinct * from (\n' ~ parts | join('\nunion all\n') ~ '\n) __ivm_a)',
