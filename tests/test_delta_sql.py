@@ -19,7 +19,7 @@ import sqlglot
 from sqlglot import exp
 
 from dbt_ivm.macro_runtime import Runtime
-from tests.manifests import MACROS
+from tests.manifests import MACROS, package_runtime
 
 GOLDEN = Path(__file__).parent / "golden" / "delta"
 
@@ -302,3 +302,30 @@ def test_a_key_alone_reads_the_delta_change_feed_only_when_it_is_on(
     """ivm_detect_change_feeds decides from DESCRIBE TABLE EXTENDED; the parquet case also
     runs for real in tests/test_errors.py (IVM031 with what the table is)."""
     assert rendered["feeds"][name] == DESCRIBED[name][1]
+
+
+def _commit(op: str) -> dict[str, Any]:
+    return {"ts": "2026-01-01 00:00:00", "op": op, "params": {}}
+
+
+@pytest.mark.parametrize(
+    ("ops", "suffices"),
+    [
+        # versions 3..7 of plain writes: the properties read at the start hold throughout
+        ({3: "WRITE", 4: "MERGE", 5: "DELETE", 6: "UPDATE", 7: "OPTIMIZE"}, True),
+        # the stored version itself may be the table's creation
+        ({3: "CREATE TABLE", 4: "WRITE"}, True),
+        # a later commit that sets properties or replaces the table: the whole history
+        ({3: "WRITE", 4: "SET TBLPROPERTIES", 5: "WRITE"}, False),
+        ({3: "WRITE", 4: "UNSET TBLPROPERTIES"}, False),
+        ({3: "WRITE", 4: "CREATE OR REPLACE TABLE AS SELECT"}, False),
+        ({3: "WRITE", 4: "REPLACE TABLE"}, False),
+        # commits since the versions were fixed pushed the stored version out of the limit
+        ({4: "WRITE", 5: "WRITE", 6: "WRITE", 7: "WRITE", 8: "WRITE"}, False),
+    ],
+)
+def test_a_limited_history_suffices_for_the_feed_check(ops: dict[int, str], suffices: bool) -> None:
+    """The change feed check reads the history from the stored version (3) on, and all of it
+    only when that window cannot tell whether the feed was on throughout."""
+    commits = {v: _commit(op) for v, op in ops.items()}
+    assert package_runtime().macro("_ivm_delta_window_suffices")(commits, 3) is suffices

@@ -14,6 +14,8 @@ SOURCES = {
     "no_key": "change_log: no_key_changes",
     "no_log": "unique_key: [id], change_log: missing_changes",
     "key_only": "unique_key: [id]",
+    # declared, never created: the check that it exists lists only the names it looks for
+    "never_loaded": "unique_key: [id]",
     # declared names that would inject SQL: refused before any statement runs
     "injected_log": "unique_key: [id], change_log: 'x; drop table y'",
     "quoted_log": "unique_key: [id], change_log: '`x`'",
@@ -45,6 +47,11 @@ BAD_MODELS: dict[str, tuple[str, list[str]]] = {
             "delta.enableChangeDataFeed",
             "change_log: <relation>",
         ],
+    ),
+    "missing_source_table": (
+        f"select o.order_id from {ORDERS} o\n"
+        "join {{ source('shop', 'never_loaded') }} n on o.order_id = n.id",
+        ["upstream shop.never_loaded", "does not exist. Build or load it first."],
     ),
     "missing_change_log": (
         f"select o.order_id from {ORDERS} o join {{{{ source('shop', 'no_log') }}}} m on o.order_id = m.id",

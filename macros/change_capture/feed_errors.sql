@@ -216,7 +216,14 @@
     {%- set after = state.last_success.versions.get(p.up.name) -%}
     {%- set upto = versions_to[p.up.name] -%}
     {%- if after != upto and after is not none and upto is not none -%}
-      {%- set commits = dbt_ivm._ivm_delta_commits(p.up.relation) -%}
+      {#- the commits the version read kept, else those since the stored version, else all -#}
+      {%- set commits = p.up.get('recent_commits') or {} -%}
+      {%- if not dbt_ivm._ivm_delta_window_suffices(commits, after) -%}
+        {%- set commits = dbt_ivm._ivm_delta_commits(p.up.relation, (upto | int) - (after | int) + 1) -%}
+      {%- endif -%}
+      {%- if not dbt_ivm._ivm_delta_window_suffices(commits, after) -%}
+        {%- set commits = dbt_ivm._ivm_delta_commits(p.up.relation, none) -%}
+      {%- endif -%}
       {%- set rebuilt = dbt_ivm._ivm_delta_rebuilt_at(commits, after) if p.up.get('ivm_model') else none -%}
       {%- if rebuilt is not none -%}
         {#- an ivm upstream's full build is a CREATE OR REPLACE: expected, rebuild, logged -#}
@@ -240,9 +247,10 @@
 {% endmacro %}
 
 {#- The commits of a Delta table, {version: {'ts', 'op', 'params'}}, from one DESCRIBE HISTORY
-    (it cannot be a subquery: the whole history is read and its columns picked by name). -#}
-{% macro _ivm_delta_commits(relation) %}
-  {%- set history = run_query('describe history ' ~ relation) -%}
+    (it cannot be a subquery: its columns are picked by name): the latest `limit` of them,
+    or all with limit none. -#}
+{% macro _ivm_delta_commits(relation, limit) %}
+  {%- set history = run_query('describe history ' ~ relation ~ (' limit ' ~ limit if limit is not none else '')) -%}
   {%- set names = history.column_names | map('lower') | list -%}
   {%- set commits = {} -%}
   {%- for row in history.rows -%}
@@ -251,6 +259,20 @@
         'params': params if params is mapping else {'text': params | string}}}) -%}
   {%- endfor -%}
   {{ return(commits) }}
+{% endmacro %}
+
+{#- Whether the commits of versions after..latest (a limited DESCRIBE HISTORY) are enough for
+    ivm_delta_feed_problem: they reach version `after` (no commit since the versions were
+    fixed pushed it out of the limit), and none of the later ones creates the table or sets
+    its properties. Then the change feed was on or off through the whole range as the
+    properties read at the start of the refresh say, and the table's older history (which
+    a long-lived table has thousands of commits of) need not be read. -#}
+{% macro _ivm_delta_window_suffices(commits, after) %}
+  {%- for v, c in commits.items() if v > (after | int) and (c.op.startswith('CREATE') or c.op.startswith('REPLACE')
+      or c.op in ('SET TBLPROPERTIES', 'UNSET TBLPROPERTIES')) -%}
+    {{ return(false) }}
+  {%- endfor -%}
+  {{ return((after | int) in commits) }}
 {% endmacro %}
 
 {#- The first version after `after` at which a Delta table was replaced (CREATE OR REPLACE,

@@ -119,9 +119,12 @@
 {% endmacro %}
 
 {% macro default__ivm_detect_change_feeds(model, upstreams) %}
+  {%- set listed = dbt_ivm._ivm_listed_sources(upstreams | selectattr('feed', 'in', ['detect', 'ivm']) | list) -%}
   {%- for up in upstreams if up.feed in ('detect', 'ivm') -%}
     {%- set r = up.relation -%}
-    {%- if adapter.get_relation(database=r.database, schema=r.schema, identifier=r.identifier) is none -%}
+    {%- set missing = not listed[up.uid] if up.uid in listed
+        else adapter.get_relation(database=r.database, schema=r.schema, identifier=r.identifier) is none -%}
+    {%- if missing -%}
       {{ exceptions.raise_compiler_error("Model '" ~ model.name ~ "': upstream " ~ up.name ~ ' (' ~ r ~
           ') does not exist. Build or load it first.') }}
     {%- endif -%}
@@ -144,6 +147,29 @@
     {%- endif -%}
   {%- endfor -%}
   {{ return(upstreams) }}
+{% endmacro %}
+
+{#- Whether the sources among upstreams exist: {uid: bool}, from one SHOW TABLES per schema
+    whose pattern names just them. dbt's get_relation would list the whole schema with SHOW
+    TABLE EXTENDED (a statement whose cost grows with the schema, and which dbt caches only
+    for the schemas of models) for every model that reads it. Models, and names the
+    pattern cannot carry, are left to get_relation. -#}
+{% macro _ivm_listed_sources(upstreams) %}
+  {%- set by_schema = {} -%}
+  {%- for up in upstreams if up.uid.startswith('source.') -%}
+    {%- set name = up.relation.identifier | lower -%}
+    {%- if modules.re.fullmatch('[a-z0-9_]+', name) -%}
+      {%- do by_schema.setdefault(up.relation.include(identifier=false) | string, []).append((up.uid, name)) -%}
+    {%- endif -%}
+  {%- endfor -%}
+  {%- set listed = {} -%}
+  {%- for schema, named in by_schema | dictsort -%}
+    {%- set pattern = named | map(attribute=1) | unique | join('|') -%}
+    {%- set found = run_query('show tables in ' ~ schema ~ ' like ' ~ dbt_ivm._ivm_string_literal(pattern)).rows
+        | map(attribute=1) | map('lower') | list -%}
+    {%- for uid, name in named -%}{%- do listed.update({uid: name in found}) -%}{%- endfor -%}
+  {%- endfor -%}
+  {{ return(listed) }}
 {% endmacro %}
 
 {#- An upstream that is another ivm model (feed 'ivm'), from the rows of its DESCRIBE TABLE
