@@ -119,11 +119,15 @@
 {% endmacro %}
 
 {% macro default__ivm_detect_change_feeds(model, upstreams) %}
-  {%- set listed = dbt_ivm._ivm_listed_sources(upstreams | selectattr('feed', 'in', ['detect', 'ivm']) | list) -%}
+  {%- do dbt_ivm._ivm_list_sources(upstreams) -%}
   {%- for up in upstreams if up.feed in ('detect', 'ivm') -%}
     {%- set r = up.relation -%}
-    {%- set missing = not listed[up.uid] if up.uid in listed
-        else adapter.get_relation(database=r.database, schema=r.schema, identifier=r.identifier) is none -%}
+    {%- set listed = dbt_ivm._ivm_listed(up, r) -%}
+    {%- if listed is sameas false -%}
+      {%- set missing = adapter.get_relation(database=r.database, schema=r.schema, identifier=r.identifier) is none -%}
+    {%- else -%}
+      {%- set missing = listed is none -%}
+    {%- endif -%}
     {%- if missing -%}
       {{ exceptions.raise_compiler_error("Model '" ~ model.name ~ "': upstream " ~ up.name ~ ' (' ~ r ~
           ') does not exist. Build or load it first.') }}
@@ -149,27 +153,45 @@
   {{ return(upstreams) }}
 {% endmacro %}
 
-{#- Whether the sources among upstreams exist: {uid: bool}, from one SHOW TABLES per schema
-    whose pattern names just them. dbt's get_relation would list the whole schema with SHOW
-    TABLE EXTENDED (a statement whose cost grows with the schema, and which dbt caches only
-    for the schemas of models) for every model that reads it. Models, and names the
-    pattern cannot carry, are left to get_relation. -#}
-{% macro _ivm_listed_sources(upstreams) %}
+{#- The SHOW TABLE EXTENDED rows of the tables a model's sources read (each source and its
+    declared change log), from one statement per schema whose pattern names just them, kept
+    on each source upstream (up.listing: {'asked': keys, 'info': {key: information text}},
+    see _ivm_listed). dbt's get_relation lists the whole schema instead (every table of it
+    described, a cost that grows with the schema), and caches that only for the schemas of
+    models, so every model sent it again. dbt builds no source during the run, so the
+    listing stays current. Names the pattern cannot carry are left to get_relation. -#}
+{% macro _ivm_list_sources(upstreams) %}
   {%- set by_schema = {} -%}
+  {%- set listing = {'asked': [], 'info': {}} -%}
   {%- for up in upstreams if up.uid.startswith('source.') -%}
-    {%- set name = up.relation.identifier | lower -%}
-    {%- if modules.re.fullmatch('[a-z0-9_]+', name) -%}
-      {%- do by_schema.setdefault(up.relation.include(identifier=false) | string, []).append((up.uid, name)) -%}
-    {%- endif -%}
+    {%- for r in [up.relation, up.change_log] if r is not none and r is not string
+        and modules.re.fullmatch('[a-z0-9_]+', r.identifier | lower) -%}
+      {%- do by_schema.setdefault(r.include(identifier=false) | string, []).append(r.identifier | lower) -%}
+      {%- do listing.asked.append(dbt_ivm._ivm_listing_key(r)) -%}
+    {%- endfor -%}
+    {%- do up.update({'listing': listing}) -%}
   {%- endfor -%}
-  {%- set listed = {} -%}
-  {%- for schema, named in by_schema | dictsort -%}
-    {%- set pattern = named | map(attribute=1) | unique | join('|') -%}
-    {%- set found = run_query('show tables in ' ~ schema ~ ' like ' ~ dbt_ivm._ivm_string_literal(pattern)).rows
-        | map(attribute=1) | map('lower') | list -%}
-    {%- for uid, name in named -%}{%- do listed.update({uid: name in found}) -%}{%- endfor -%}
+  {%- for schema, names in by_schema | dictsort -%}
+    {%- set rows = run_query('show table extended in ' ~ schema ~ ' like '
+        ~ dbt_ivm._ivm_string_literal(names | unique | join('|'))).rows -%}
+    {#- a temporary view is listed in every schema: not a table of this one -#}
+    {%- for row in rows if (row[2] | string | lower) not in ('true', '1') -%}
+      {%- do listing.info.update({(schema ~ '|' ~ row[1]) | lower: row[3] | string}) -%}
+    {%- endfor -%}
   {%- endfor -%}
-  {{ return(listed) }}
+{% endmacro %}
+
+{% macro _ivm_listing_key(relation) %}
+  {{ return(((relation.include(identifier=false) | string) ~ '|' ~ relation.identifier) | lower) }}
+{% endmacro %}
+
+{#- A relation of a source upstream in its listing (see _ivm_list_sources): its information
+    text, none when the listing shows it does not exist, false when it was not listed. -#}
+{% macro _ivm_listed(up, relation) %}
+  {%- set listing = up.get('listing') -%}
+  {%- set key = dbt_ivm._ivm_listing_key(relation) -%}
+  {%- if listing is none or key not in listing.asked -%}{{ return(false) }}{%- endif -%}
+  {{ return(listing.info.get(key)) }}
 {% endmacro %}
 
 {#- An upstream that is another ivm model (feed 'ivm'), from the rows of its DESCRIBE TABLE
@@ -246,15 +268,19 @@
 {% endmacro %}
 
 {#- The columns of a relation an upstream reads (the table or its declared change log; []
-    when it does not exist). A source's come from the SHOW TABLE EXTENDED listing of its
-    schema that dbt's relation cache keeps for the invocation (one listing per schema
-    instead of a DESCRIBE per table): dbt builds no source during the run, so the listing
-    stays current. Anything else, or what the listing cannot say (see
-    _ivm_listing_columns), is described. -#}
+    when it does not exist). A source's come from the listing of its tables (one statement
+    per schema instead of a DESCRIBE per table, see _ivm_list_sources), or from dbt's
+    listing of its schema for a name that listing could not carry. Anything else, or what
+    the listing cannot say (see _ivm_listing_columns), is described. -#}
 {% macro _ivm_upstream_columns(up, relation) %}
   {%- if up.uid.startswith('source.') -%}
-    {%- set listed = adapter.get_relation(database=relation.database, schema=relation.schema, identifier=relation.identifier) -%}
-    {%- set columns = dbt_ivm._ivm_listing_columns(listed.information if listed is not none else none) -%}
+    {%- set listed = dbt_ivm._ivm_listed(up, relation) -%}
+    {%- if listed is none -%}{{ return([]) }}{%- endif -%}
+    {%- if listed is sameas false -%}
+      {%- set found = adapter.get_relation(database=relation.database, schema=relation.schema, identifier=relation.identifier) -%}
+      {%- set listed = found.information if found is not none else none -%}
+    {%- endif -%}
+    {%- set columns = dbt_ivm._ivm_listing_columns(listed) -%}
     {%- if columns -%}{{ return(columns) }}{%- endif -%}
   {%- endif -%}
   {{ return(adapter.get_columns_in_relation(relation)) }}
