@@ -167,7 +167,7 @@
     {%- for r in [up.relation, up.change_log] if r is not none and r is not string
         and modules.re.fullmatch('[a-z0-9_]+', r.identifier | lower) -%}
       {%- do by_schema.setdefault(r.include(identifier=false) | string, []).append(r.identifier | lower) -%}
-      {%- do listing.asked.append(dbt_ivm._ivm_listing_key(r)) -%}
+      {%- do listing.asked.append(dbt_ivm._ivm_listing_key(r.include(identifier=false) | string, r.identifier)) -%}
     {%- endfor -%}
     {%- do up.update({'listing': listing}) -%}
   {%- endfor -%}
@@ -176,20 +176,20 @@
         ~ dbt_ivm._ivm_string_literal(names | unique | join('|'))).rows -%}
     {#- a temporary view is listed in every schema: not a table of this one -#}
     {%- for row in rows if (row[2] | string | lower) not in ('true', '1') -%}
-      {%- do listing.info.update({(schema ~ '|' ~ row[1]) | lower: row[3] | string}) -%}
+      {%- do listing.info.update({dbt_ivm._ivm_listing_key(schema, row[1]): row[3] | string}) -%}
     {%- endfor -%}
   {%- endfor -%}
 {% endmacro %}
 
-{% macro _ivm_listing_key(relation) %}
-  {{ return(((relation.include(identifier=false) | string) ~ '|' ~ relation.identifier) | lower) }}
+{% macro _ivm_listing_key(schema, name) %}
+  {{ return((schema ~ '|' ~ name) | lower) }}
 {% endmacro %}
 
 {#- A relation of a source upstream in its listing (see _ivm_list_sources): its information
     text, none when the listing shows it does not exist, false when it was not listed. -#}
 {% macro _ivm_listed(up, relation) %}
   {%- set listing = up.get('listing') -%}
-  {%- set key = dbt_ivm._ivm_listing_key(relation) -%}
+  {%- set key = dbt_ivm._ivm_listing_key(relation.include(identifier=false) | string, relation.identifier) -%}
   {%- if listing is none or key not in listing.asked -%}{{ return(false) }}{%- endif -%}
   {{ return(listing.info.get(key)) }}
 {% endmacro %}
