@@ -122,13 +122,7 @@
   {%- do dbt_ivm._ivm_list_sources(upstreams) -%}
   {%- for up in upstreams if up.feed in ('detect', 'ivm') -%}
     {%- set r = up.relation -%}
-    {%- set listed = dbt_ivm._ivm_listed(up, r) -%}
-    {%- if listed is sameas false -%}
-      {%- set missing = adapter.get_relation(database=r.database, schema=r.schema, identifier=r.identifier) is none -%}
-    {%- else -%}
-      {%- set missing = listed is none -%}
-    {%- endif -%}
-    {%- if missing -%}
+    {%- if dbt_ivm._ivm_listed(up, r) is none -%}
       {{ exceptions.raise_compiler_error("Model '" ~ model.name ~ "': upstream " ~ up.name ~ ' (' ~ r ~
           ') does not exist. Build or load it first.') }}
     {%- endif -%}
@@ -185,13 +179,15 @@
   {{ return((schema ~ '|' ~ name) | lower) }}
 {% endmacro %}
 
-{#- A relation of a source upstream in its listing (see _ivm_list_sources): its information
-    text, none when the listing shows it does not exist, false when it was not listed. -#}
+{#- A relation an upstream reads, as listed: its information text ('' when the listing says
+    nothing of it), none when it does not exist. From the model's listing of its sources
+    (see _ivm_list_sources), else from dbt's get_relation. -#}
 {% macro _ivm_listed(up, relation) %}
   {%- set listing = up.get('listing') -%}
   {%- set key = dbt_ivm._ivm_listing_key(relation.include(identifier=false) | string, relation.identifier) -%}
-  {%- if listing is none or key not in listing.asked -%}{{ return(false) }}{%- endif -%}
-  {{ return(listing.info.get(key)) }}
+  {%- if listing is not none and key in listing.asked -%}{{ return(listing.info.get(key)) }}{%- endif -%}
+  {%- set found = adapter.get_relation(database=relation.database, schema=relation.schema, identifier=relation.identifier) -%}
+  {{ return((found.information or '') if found is not none else none) }}
 {% endmacro %}
 
 {#- An upstream that is another ivm model (feed 'ivm'), from the rows of its DESCRIBE TABLE
@@ -276,10 +272,6 @@
   {%- if up.uid.startswith('source.') -%}
     {%- set listed = dbt_ivm._ivm_listed(up, relation) -%}
     {%- if listed is none -%}{{ return([]) }}{%- endif -%}
-    {%- if listed is sameas false -%}
-      {%- set found = adapter.get_relation(database=relation.database, schema=relation.schema, identifier=relation.identifier) -%}
-      {%- set listed = found.information if found is not none else none -%}
-    {%- endif -%}
     {%- set columns = dbt_ivm._ivm_listing_columns(listed) -%}
     {%- if columns -%}{{ return(columns) }}{%- endif -%}
   {%- endif -%}
