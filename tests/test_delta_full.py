@@ -155,6 +155,15 @@ def test_delta_change_feed_upstreams(project_factory) -> None:
     last = project.last_refresh("by_region")
     assert last["path"] == "incremental" and "interrupted" not in last["reason"], last
     project.assert_consistent(models, "after a refresh that follows an interrupted one")
+    # a no-op does not describe these upstreams; a column added is a commit, after which the
+    # refresh reads their columns and rebuilds on the new schema
+    spark.sql(f"alter table {project.raw}.customers add columns (tier string)")
+    project.run()
+    for model in models:
+        last = project.last_refresh(model)
+        assert last["path"] == "full", last
+        assert "customers changed its columns since the last refresh (tier added)" in last["reason"], last
+    project.assert_consistent(models, "after a column was added to an upstream")
 
 
 # The change-feed error classes (and both ivm_on_change_feed_error values) are provoked for

@@ -3,7 +3,9 @@
 
 {#- What a refresh of a maintainable model works with: {plan (per upstream read: index, up,
     columns), template, spec (aggregates; none for joins), definition_hash,
-    upstream_columns}. Records the row key and the upstream columns in entry. -#}
+    upstream_columns}. Records the row key and the upstream columns in entry. The columns
+    of a Delta upstream read through its change feed stay none until the refresh needs
+    them (see _ivm_columns_deferred). -#}
 {% macro _ivm_refresh_inputs(model, analysis, upstreams, settings, entry) %}
   {%- set used = analysis.parsed.rels | map(attribute='upstream') | unique | sort -%}
   {%- set plan = [] -%}
@@ -11,7 +13,8 @@
   {%- for i in used -%}
     {%- set up = upstreams[i] -%}
     {%- do hidden.update({i: up.hidden}) -%}
-    {%- do plan.append({'index': i, 'up': up, 'columns': dbt_ivm._ivm_checked_columns(model, up)}) -%}
+    {%- set deferred = dbt_ivm._ivm_columns_deferred(up) -%}
+    {%- do plan.append({'index': i, 'up': up, 'columns': none if deferred else dbt_ivm._ivm_checked_columns(model, up)}) -%}
   {%- endfor -%}
   {#- the row key recorded on the table for ivm models that read it (none: its rows have no identity) -#}
   {%- set row_key = [] -%}
@@ -44,7 +47,9 @@
     {%- endif -%}
   {%- endif -%}
   {%- set upstream_columns = {} -%}
-  {%- for p in plan -%}{%- do upstream_columns.update({p.up.name: dbt_ivm._ivm_columns_signature(p.columns)}) -%}{%- endfor -%}
+  {%- for p in plan if p.columns is not none -%}
+    {%- do upstream_columns.update({p.up.name: dbt_ivm._ivm_columns_signature(p.columns)}) -%}
+  {%- endfor -%}
   {#- unique_key, whatever the path, is checked at every full build -#}
   {%- do entry.update({'row_key': row_key or none, 'columns': upstream_columns, 'check_unique': settings.unique_key}) -%}
   {%- set declarations = [] -%}
@@ -84,8 +89,7 @@
                'lease': lease, 'state': none, 'versions_to': none}) }}
   {%- endif -%}
   {%- set plan = inputs.plan -%}
-  {%- set position = dbt_ivm._ivm_read_position(model, existing, plan, inputs.definition_hash,
-      inputs.upstream_columns, analysis.parsed.tk, entry) -%}
+  {%- set position = dbt_ivm._ivm_read_position(model, existing, inputs, analysis.parsed.tk, entry) -%}
   {%- if position.unchanged -%}
     {#- nothing to do, and nothing that changes the state to log: no lease needed -#}
     {{ return({'path': 'no-op', 'reason': none, 'lease': none, 'state': position.state, 'versions_to': position.versions_to}) }}
@@ -97,8 +101,7 @@
   {%- do dbt_ivm._ivm_lease_in_entry(lease, plan, entry) -%}
   {%- if not lease.fresh -%}
     {#- another refresh ran while this one waited: read the state it left -#}
-    {%- set position = dbt_ivm._ivm_read_position(model, existing, plan, inputs.definition_hash,
-        inputs.upstream_columns, analysis.parsed.tk, entry) -%}
+    {%- set position = dbt_ivm._ivm_read_position(model, existing, inputs, analysis.parsed.tk, entry) -%}
   {%- endif -%}
   {#- upstream versions are fixed from here: changes committed later wait for the next run -#}
   {%- set state, versions_to = position.state, position.versions_to -%}
@@ -130,7 +133,8 @@
     changed since the last refresh, or none), unchanged (nothing changed since the last
     successful refresh: a no-op)}. Updates entry (table_version, versions_to,
     definition_hash, watch). Reads only: it runs again when the lease was not taken at once. -#}
-{% macro _ivm_read_position(model, existing, plan, definition_hash, upstream_columns, tokens, entry) %}
+{% macro _ivm_read_position(model, existing, inputs, tokens, entry) %}
+  {%- set plan, definition_hash, upstream_columns = inputs.plan, inputs.definition_hash, inputs.upstream_columns -%}
   {%- set upstreams = plan | map(attribute='up') | list -%}
   {#- the versions of ivm and diff upstreams are read against the stored ones, after the
       state; any others in the same query as the state -#}
@@ -174,7 +178,32 @@
     {%- do position.update({'unchanged': not moved and state.repair is none and not interrupted
                                          and position.upstream_reason is none and position.drift_reason is none}) -%}
   {%- endif -%}
+  {#- a refresh that writes needs every upstream's columns; the drift of those read only now -#}
+  {%- if not position.unchanged and dbt_ivm._ivm_read_deferred_columns(model, plan, upstream_columns) and not full_reason -%}
+    {%- do position.update({'drift_reason': dbt_ivm._ivm_schema_drift_reason(model.name, tokens,
+        state.last_success.get('columns') or {}, upstream_columns)}) -%}
+  {%- endif -%}
   {{ return(position) }}
+{% endmacro %}
+
+{#- Whether the columns of an upstream are read only when the refresh is not a no-op: a
+    Delta table read through its change feed whose catalog entry holds no columns (a
+    DESCRIBE each), where an unchanged version means unchanged columns too (a schema change
+    is a commit). Its existence is known from the listing of the model's sources. -#}
+{% macro _ivm_columns_deferred(up) %}
+  {{ return(up.get('feed') == 'delta' and not up.get('described_columns') and dbt_ivm._ivm_listed(up, up.relation) is not none) }}
+{% endmacro %}
+
+{#- Read the columns _ivm_columns_deferred left unread into the plan and upstream_columns
+    (the same dict as the entry's columns). True when it read any. -#}
+{% macro _ivm_read_deferred_columns(model, plan, upstream_columns) %}
+  {%- set read = [] -%}
+  {%- for p in plan if p.columns is none -%}
+    {%- do p.update({'columns': dbt_ivm._ivm_checked_columns(model, p.up)}) -%}
+    {%- do upstream_columns.update({p.up.name: dbt_ivm._ivm_columns_signature(p.columns)}) -%}
+    {%- do read.append(p.up.name) -%}
+  {%- endfor -%}
+  {{ return(read | length > 0) }}
 {% endmacro %}
 
 {% macro _ivm_full_refresh_reason(existing, state, definition_hash) %}
