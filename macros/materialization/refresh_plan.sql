@@ -47,9 +47,7 @@
     {%- endif -%}
   {%- endif -%}
   {%- set upstream_columns = {} -%}
-  {%- for p in plan if p.columns is not none -%}
-    {%- do upstream_columns.update({p.up.name: dbt_ivm._ivm_columns_signature(p.columns)}) -%}
-  {%- endfor -%}
+  {%- do dbt_ivm._ivm_sign_columns(plan, upstream_columns) -%}
   {#- unique_key, whatever the path, is checked at every full build -#}
   {%- do entry.update({'row_key': row_key or none, 'columns': upstream_columns, 'check_unique': settings.unique_key}) -%}
   {%- set declarations = [] -%}
@@ -171,18 +169,16 @@
   {%- set position = {'state': state, 'versions_to': versions_to, 'full_reason': full_reason, 'unchanged': false,
                       'upstream_reason': none, 'drift_reason': none} -%}
   {%- if not full_reason -%}
-    {%- do position.update({'upstream_reason': dbt_ivm._ivm_upstream_rebuild_reason(plan, versions_to),
-        'drift_reason': dbt_ivm._ivm_schema_drift_reason(model.name, tokens, state.last_success.get('columns') or {}, upstream_columns)}) -%}
+    {%- set upstream_reason = dbt_ivm._ivm_upstream_rebuild_reason(plan, versions_to) -%}
     {%- set moved = [] -%}
     {%- for p in plan if versions_to[p.up.name] != state.last_success.versions.get(p.up.name) -%}{%- do moved.append(p.up.name) -%}{%- endfor -%}
-    {%- do position.update({'unchanged': not moved and state.repair is none and not interrupted
-                                         and position.upstream_reason is none and position.drift_reason is none}) -%}
+    {%- set quiet = not moved and state.repair is none and not interrupted and upstream_reason is none -%}
+    {#- a refresh that writes needs every upstream's columns, and their drift -#}
+    {%- if not quiet -%}{%- do dbt_ivm._ivm_read_deferred_columns(model, plan, upstream_columns) -%}{%- endif -%}
+    {%- set drift_reason = dbt_ivm._ivm_schema_drift_reason(model.name, tokens, state.last_success.get('columns') or {}, upstream_columns) -%}
+    {%- do position.update({'upstream_reason': upstream_reason, 'drift_reason': drift_reason, 'unchanged': quiet and drift_reason is none}) -%}
   {%- endif -%}
-  {#- a refresh that writes needs every upstream's columns; the drift of those read only now -#}
-  {%- if not position.unchanged and dbt_ivm._ivm_read_deferred_columns(model, plan, upstream_columns) and not full_reason -%}
-    {%- do position.update({'drift_reason': dbt_ivm._ivm_schema_drift_reason(model.name, tokens,
-        state.last_success.get('columns') or {}, upstream_columns)}) -%}
-  {%- endif -%}
+  {%- if not position.unchanged -%}{%- do dbt_ivm._ivm_read_deferred_columns(model, plan, upstream_columns) -%}{%- endif -%}
   {{ return(position) }}
 {% endmacro %}
 
@@ -195,15 +191,19 @@
 {% endmacro %}
 
 {#- Read the columns _ivm_columns_deferred left unread into the plan and upstream_columns
-    (the same dict as the entry's columns). True when it read any. -#}
+    (the same dict as the entry's columns); none left unread makes it a no-op. -#}
 {% macro _ivm_read_deferred_columns(model, plan, upstream_columns) %}
-  {%- set read = [] -%}
   {%- for p in plan if p.columns is none -%}
     {%- do p.update({'columns': dbt_ivm._ivm_checked_columns(model, p.up)}) -%}
-    {%- do upstream_columns.update({p.up.name: dbt_ivm._ivm_columns_signature(p.columns)}) -%}
-    {%- do read.append(p.up.name) -%}
   {%- endfor -%}
-  {{ return(read | length > 0) }}
+  {%- do dbt_ivm._ivm_sign_columns(plan, upstream_columns) -%}
+{% endmacro %}
+
+{#- Record in upstream_columns the signature of each upstream whose columns the plan holds. -#}
+{% macro _ivm_sign_columns(plan, upstream_columns) %}
+  {%- for p in plan if p.columns is not none -%}
+    {%- do upstream_columns.update({p.up.name: dbt_ivm._ivm_columns_signature(p.columns)}) -%}
+  {%- endfor -%}
 {% endmacro %}
 
 {% macro _ivm_full_refresh_reason(existing, state, definition_hash) %}
