@@ -61,9 +61,10 @@ MINMAX_TYPES = {"__ivm_g_0": "bigint", "__ivm_s0": "decimal(10,2)"}
 
 
 def with_change(
-    up: dict[str, Any], old: int = 0, new: bool = False, feed: str | None = None
+    up: dict[str, Any], old: int = 0, new: bool = False, feed: str | None = None, **counted: Any
 ) -> dict[str, Any]:
-    changed = dict(up, change={"old": old, "new": new})
+    """counted: what the change counts read besides old/new (bounds, sets, ids)."""
+    changed = dict(up, change={"old": old, "new": new, **counted})
     if feed:
         changed["feed"] = feed
     return changed
@@ -76,6 +77,45 @@ CASES: list[dict[str, Any]] = [
         "sql": JOIN_SQL,
         "visible": JOIN_VISIBLE,
         "upstreams": [with_change(ORDERS, old=2, new=True), with_change(CUSTOMERS, new=True)],
+    },
+    # join-only with the changed keys listed by the change counts: the deleted rows are found
+    # by IN lists (also on the table in the MERGE's ON), the partners cut by the join keys.
+    # What the counts read from tests/test_delta_golden_exec.py's mixed histories: the netted
+    # keys (orders: order 5's update is a no-op; customers: 2 comes back as it was, 11 comes
+    # and goes) and the customer keys of the new images
+    {
+        "name": "join_listed_keys",
+        "sql": JOIN_SQL,
+        "visible": JOIN_VISIBLE,
+        "upstreams": [
+            with_change(
+                ORDERS,
+                old=2,
+                new=True,
+                feed="delta",
+                bounds={"min:customer_id": "1", "max:customer_id": "4"},
+                sets={"customer_id": '["4", "1", "2"]'},
+                ids=[["10"], ["1"], ["2"], ["4"], ["6"], ["7"], ["8"], ["9"]],
+            ),
+            with_change(
+                CUSTOMERS,
+                old=1,
+                new=True,
+                bounds={"min:customer_id": "1", "max:customer_id": "3"},
+                sets={"customer_id": '["3", "1"]'},
+                ids=[["3"], ["1"]],
+            ),
+        ],
+    },
+    # the same deletes with their keys listed: the MERGE's keys are literal rows
+    {
+        "name": "join_listed_del_only",
+        "sql": JOIN_SQL,
+        "visible": JOIN_VISIBLE,
+        "upstreams": [
+            dict(ORDERS, feed="delta"),
+            with_change(CUSTOMERS, old=1, ids=[["5"], ["2"], ["3"], ["4"]]),
+        ],
     },
     # join-only: DEL only (deletes of customers), the orders feed is a Delta change feed
     {

@@ -1,7 +1,8 @@
-"""Key ranges of a join term (macros/change_sql/join_changes.sql): which columns of a changed
-upstream cut its join partners to a range of literals, and the SQL that gives; in the macro
-runtime, no Spark. The differential tests check the refreshed tables against their
-definitions on both formats."""
+"""Key ranges and key lists of a join term (macros/change_sql/join_changes.sql): which columns
+of a changed upstream cut its join partners to a range or a list of literals, which changed
+row keys are listed as literals to find the deleted slices, and the SQL that gives; in the
+macro runtime, no Spark. The differential tests and tests/test_delta_golden_exec.py check
+the refreshed tables against their definitions."""
 
 from __future__ import annotations
 
@@ -90,12 +91,13 @@ def test_ranges_are_read_over_new_and_old_images(runtime: Runtime) -> None:
 
 def test_bounds_are_literals_of_the_column_type(runtime: Runtime) -> None:
     ranged = {"k": {"name": "k", "type": "string", "partners": ["1.x"]}}
-    literals = runtime.macro("_ivm_key_range_literals")({"min:k": "O'Brien", "max:k": None}, ranged)
+    literals = runtime.macro("_ivm_key_range_literals")({"min:k": "O'Brien", "max:k": None}, ranged, {})
     # a NULL bound (no non-NULL changed key) matches no row, as the equality would
     assert literals == {
         "k": {
             "lo": "cast('O\\'Brien' as string)",
             "hi": "cast(cast(null as string) as string)",
+            "keys": None,
             "partners": ["1.x"],
         }
     }
@@ -116,6 +118,7 @@ def test_partners_one_equality_away_are_cut_to_the_range(runtime: Runtime) -> No
                     "max:o_custkey": "7",
                 },
                 ranged,
+                {},
             ),
         }
     )
@@ -135,3 +138,128 @@ def test_no_range_without_counted_ranges(runtime: Runtime) -> None:
     changed.update({"broadcast": True})
     out = runtime.macro("_ivm_reduced_relations")(EDGES, {i: f"up{i}" for i in range(4)}, changed)
     assert all("between" not in relation for relation in out.values())
+
+
+def test_key_sets_are_read_with_a_bounded_distinct(runtime: Runtime) -> None:
+    ranged = {"k": {"name": "K", "type": "bigint", "partners": ["1.x"]}}
+    signed = runtime.macro("_ivm_key_sets_sql")(ranged, "cv __ivm_s", "true", "__ivm_new", True)
+    assert "explode(array(case when __ivm_new then `K` end, __ivm_before.`K`))" in signed
+    plain = runtime.macro("_ivm_key_sets_sql")(ranged, "t __ivm_s", "`w` <= 3", "true", False)
+    assert "where (`w` <= 3) and (true) and `K` is not null limit 1001" in plain
+    for sql in (signed, plain):
+        sqlglot.parse_one(f"select {sql} from t", read="spark")
+    assert (
+        runtime.macro("_ivm_key_sets_sql")({}, "t", "true", "true", False)
+        == "cast(map() as map<string, string>)"
+    )
+
+
+def test_key_lists_are_literals_up_to_the_max(runtime: Runtime) -> None:
+    ranged = {
+        "k": {"name": "k", "type": "bigint", "partners": ["1.x"]},
+        "s": {"name": "s", "type": "string", "partners": ["1.y"]},
+        "many": {"name": "many", "type": "int", "partners": ["1.z"]},
+    }
+    sets = {"k": '["20", "3"]', "s": '["O\'Brien"]', "many": json_list(range(1001))}
+    literals = runtime.macro("_ivm_key_range_literals")({}, ranged, sets)
+    assert literals["k"]["keys"] == ["cast('20' as bigint)", "cast('3' as bigint)"]
+    assert literals["s"]["keys"] == ["cast('O\\'Brien' as string)"]
+    # more distinct keys than the max: no list, the IN subquery stays
+    assert literals["many"]["keys"] is None
+
+
+def json_list(values: range) -> str:
+    return "[" + ", ".join(f'"{v}"' for v in values) + "]"
+
+
+# the key equalities alone: orders - lineitem, orders - customer, lineitem - part
+KEY_EDGES = [e for e in EDGES if e["ca"] in ("l_orderkey", "o_custkey", "l_partkey")]
+
+
+def counted(
+    runtime: Runtime, changed: dict[str, Any], steps: list[dict[str, Any]], sets: dict[str, str]
+) -> None:
+    ranged = runtime.macro("_ivm_range_columns")(changed, steps, EDGES)
+    bounds = {"min:o_orderkey": "100", "max:o_orderkey": "250", "min:o_custkey": "7", "max:o_custkey": "7"}
+    changed.update(
+        {"broadcast": True, "ranges": runtime.macro("_ivm_key_range_literals")(bounds, ranged, sets)}
+    )
+
+
+def test_key_lists_replace_the_in_subquery_one_equality_away(runtime: Runtime) -> None:
+    steps = plan()
+    counted(runtime, steps[0], steps, {"o_orderkey": '["100", "250"]', "o_custkey": "[]"})
+    out = runtime.macro("_ivm_reduced_relations")(KEY_EDGES, {i: f"up{i}" for i in range(4)}, steps[0])
+    assert (
+        "where `l_orderkey` in (cast('100' as bigint), cast('250' as bigint)) and `l_orderkey` between"
+        in out[1]
+    )
+    assert "up0" not in out[1]
+    # no non-NULL changed key: nothing can join
+    assert out[2].startswith("(select * from up2 __ivm_r where false and `c_custkey` between")
+    # the part is cut by the listed lineitems, through a subquery
+    assert "(`p_partkey`) in (select `l_partkey` from " + out[1] in out[3]
+    for relation in out.values():
+        sqlglot.parse_one(f"select * from {relation} t", read="spark")
+
+
+def test_a_column_without_a_list_keeps_the_in_subquery(runtime: Runtime) -> None:
+    steps = plan()
+    counted(runtime, steps[0], steps, {"o_orderkey": json_list(range(1001)), "o_custkey": '["7"]'})
+    out = runtime.macro("_ivm_reduced_relations")(KEY_EDGES, {i: f"up{i}" for i in range(4)}, steps[0])
+    assert "(`l_orderkey`) in (select `o_orderkey` from up0 __ivm_p)" in out[1]
+    assert "where `c_custkey` in (cast('7' as int)) and" in out[2]
+    # joined on several columns, one of them not ranged (a double): the subquery stays
+    steps = plan()
+    counted(runtime, steps[0], steps, {"o_orderkey": '["100"]', "o_custkey": '["7"]'})
+    out = runtime.macro("_ivm_reduced_relations")(EDGES, {i: f"up{i}" for i in range(4)}, steps[0])
+    assert "(`l_orderkey`, `l_total`) in (select `o_orderkey`, `o_total` from up0 __ivm_p)" in out[1]
+
+
+def changed_orders(key: list[str], columns: list[Column]) -> dict[str, Any]:
+    hidden = [{"column": k, "name": f"__ivm_orders__{k}"} for k in key]
+    return {
+        "index": 0,
+        "columns": columns,
+        "change_view": "(cv)",
+        "up": {"kind": "change_log", "unique_key": key, "hidden": hidden, "relation": "raw.orders"},
+    }
+
+
+def test_changed_row_keys_are_listed_exactly_or_not_at_all(runtime: Runtime) -> None:
+    p = changed_orders(["o_id", "o_day"], [Column("O_ID", "bigint"), Column("o_day", "date")])
+    literals = runtime.macro("_ivm_changed_id_literals")
+    assert literals('[["7", "2026-01-02"], ["10", "2026-01-01"]]', p) == [
+        ["cast('10' as bigint)", "cast('2026-01-01' as date)"],
+        ["cast('7' as bigint)", "cast('2026-01-02' as date)"],
+    ]
+    # a NULL key column is matched null-safely, which an IN list cannot: not listed
+    assert literals('[["7", null]]', p) is None
+    assert literals("[" + ", ".join(f'["{i}", "2026-01-01"]' for i in range(1001)) + "]", p) is None
+    assert literals(None, p) is None
+    sql = runtime.macro("_ivm_changed_ids_sql")(p)
+    assert sql.endswith("from (select distinct `o_id`, `o_day` from (cv) __ivm_i limit 1001) __ivm_d)")
+    sqlglot.parse_one(f"select {sql}", read="spark")
+    # a key whose text form does not cast back (a timestamp) is never listed
+    q = changed_orders(["o_at"], [Column("o_at", "timestamp")])
+    assert runtime.macro("_ivm_changed_ids_sql")(q) == "cast(null as string)"
+    assert literals('[["2026-01-01 00:00:00"]]', q) is None
+
+
+def test_listed_keys_find_the_slices_without_reading_the_change(runtime: Runtime) -> None:
+    p = changed_orders(["o_id", "o_day"], [Column("o_id", "bigint"), Column("o_day", "date")])
+    p.update({"changed": True, "old": 1, "from": "3", "to": "7", "ids": [["1", "2"], ["3", "4"]]})
+    found = runtime.macro("_ivm_join_delete_predicates")([p], "v", False)
+    assert found == {
+        "joins": [],
+        "flag": "((v.__ivm_orders__o_id, v.__ivm_orders__o_day) in ((1, 2), (3, 4)))",
+    }
+    kept = runtime.macro("_ivm_unchanged_rows_sql")(p)
+    assert "where not coalesce((`o_id`, `o_day`) in ((1, 2), (3, 4)), false))" in kept
+    assert "(cv)" not in kept
+    # no changed key: no row of the view is in a changed slice
+    p["ids"] = []
+    assert runtime.macro("_ivm_join_delete_predicates")([p], "v", False)["flag"] == "(false)"
+    # not listed: the left join with the change set
+    p["ids"] = None
+    assert runtime.macro("_ivm_join_delete_predicates")([p], "v", False)["joins"]

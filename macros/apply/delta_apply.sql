@@ -125,16 +125,19 @@ on {{ on | join(' and ') if on else 'true' }}
         changed, which no equality join expresses), which reads the table in the source;
       * the rows to insert, __ivm_del = false.
     The ON condition requires __ivm_del, so insert rows never match and are inserted.
+    `table_filter`: a predicate on the table (__ivm_t) that every deleted row satisfies,
+    added to ON so that Delta matches only the files whose statistics admit it.
     Several target rows may share one identity tuple (duplicate rows, or an append-only
     upstream whose watermark is not unique): one source row matching many target rows is
     allowed; what Delta forbids is several source rows matching one target row, and the
     DISTINCT over exactly the ON columns rules that out. A MERGE reads its source from the
     snapshot it started on. -#}
-{% macro ivm_delta_join_merge_sql(target, target_columns, insert_view, identity, keys=none, predicates=none) %}
-  {{ return(adapter.dispatch('ivm_delta_join_merge_sql', 'dbt_ivm')(target, target_columns, insert_view, identity, keys, predicates)) }}
+{% macro ivm_delta_join_merge_sql(target, target_columns, insert_view, identity, keys=none, predicates=none, table_filter=none) %}
+  {{ return(adapter.dispatch('ivm_delta_join_merge_sql', 'dbt_ivm')(target, target_columns, insert_view, identity, keys, predicates,
+      table_filter)) }}
 {% endmacro %}
 
-{% macro default__ivm_delta_join_merge_sql(target, target_columns, insert_view, identity, keys=none, predicates=none) %}
+{% macro default__ivm_delta_join_merge_sql(target, target_columns, insert_view, identity, keys=none, predicates=none, table_filter=none) %}
   {%- set columns = target_columns | map(attribute='name') | list -%}
   {%- set cols = dbt_ivm._ivm_quote_all(columns) | list -%}
   {%- set alias = '__ivm_k' if keys is not none else '__ivm_v' -%}
@@ -146,7 +149,7 @@ on {{ on | join(' and ') if on else 'true' }}
       {%- do del_select.append('cast(null as ' ~ c.data_type ~ ') as ' ~ dbt_ivm._ivm_quote(c.name)) -%}
     {%- endif -%}
   {%- endfor -%}
-  {%- set on = ['__ivm_s.__ivm_del'] -%}
+  {%- set on = ['__ivm_s.__ivm_del'] + ([table_filter] if table_filter else []) -%}
   {%- for h in dbt_ivm._ivm_quote_all(identity) -%}{%- do on.append('__ivm_t.' ~ h ~ ' <=> __ivm_s.' ~ h) -%}{%- endfor -%}
   {%- set sql -%}
 merge into {{ target }} __ivm_t
@@ -173,8 +176,8 @@ when not matched and not __ivm_s.__ivm_del then insert {{ dbt_ivm._ivm_delta_ins
 
 {#- What a join-only refresh deletes on Delta: {identity: the hidden key columns of every
     changed upstream whose slices go, keys: when that is one upstream read from a change
-    set, its changed keys under the hidden columns' names (else none: the slices are found
-    in the table)}. -#}
+    set, its changed keys under the hidden columns' names, as literal rows when the change
+    counts listed them (p.ids) (else none: the slices are found in the table)}. -#}
 {% macro _ivm_delta_join_deletes(plan, repair) %}
   {%- set deleting = [] -%}
   {%- set names = [] -%}
@@ -186,6 +189,12 @@ when not matched and not __ivm_s.__ivm_del then insert {{ dbt_ivm._ivm_delta_ins
     {%- set p = deleting[0] -%}
     {%- set renamed = [] -%}
     {%- for h in p.up.hidden -%}{%- do renamed.append(dbt_ivm._ivm_quote(h.column) ~ ' as ' ~ h.name) -%}{%- endfor -%}
+    {%- if p.get('ids') -%}
+      {#- listed: the keys as literal rows, the change set is not read again -#}
+      {%- set rows = [] -%}
+      {%- for t in p.ids -%}{%- do rows.append('(' ~ t | join(', ') ~ ')') -%}{%- endfor -%}
+      {{ return({'identity': names, 'keys': '(select * from values ' ~ rows | join(', ') ~ ' as __ivm_l(' ~ names | join(', ') ~ '))'}) }}
+    {%- endif -%}
     {{ return({'identity': names, 'keys': '(select ' ~ renamed | join(', ') ~ ' from ' ~ p.change_view ~ ' __ivm_c)'}) }}
   {%- endif -%}
   {{ return({'identity': names, 'keys': none}) }}
@@ -278,8 +287,11 @@ as {{ build_sql }}
         dbt_ivm._ivm_quote_all(columns) | join(', ') ~ ' from ' ~ stage.insert_view ~ ' __ivm_i') }}
   {%- endif -%}
   {%- set deletes = dbt_ivm._ivm_delta_join_deletes(plan, repair) -%}
+  {#- found by literals alone, the deleted rows' predicate also cuts the table the MERGE
+      matches against: Delta then reads only the files whose statistics admit those keys -#}
+  {%- set on_table = dbt_ivm._ivm_join_delete_predicates(plan, '__ivm_t', repair) -%}
   {{ return(dbt_ivm.ivm_delta_join_merge_sql(target, target_columns, stage.insert_view, deletes.identity, deletes['keys'],
-      stage.predicates)) }}
+      stage.predicates, none if on_table.joins else on_table.flag)) }}
 {% endmacro %}
 
 {#- Full build of a Delta table: one CREATE OR REPLACE TABLE (an existing relation that is

@@ -123,9 +123,13 @@
   {{ return('(select ' ~ cols ~ ' from ' ~ p.up.relation ~ ' where ' ~ dbt_ivm._ivm_watermark_window(p) ~ ')') }}
 {% endmacro %}
 
-{#- Rows of a changed upstream at its new version outside its changed slice. -#}
+{#- Rows of a changed upstream at its new version outside its changed slice: by literals
+    when its changed keys are listed (p.ids), else by an anti join with its change set. -#}
 {% macro _ivm_unchanged_rows_sql(p) %}
-  {%- if p.up.kind == 'change_log' -%}
+  {%- if p.up.kind == 'change_log' and p.get('ids') is not none -%}
+    {%- set flag = dbt_ivm._ivm_listed_ids_flag(p, dbt_ivm._ivm_quote_all(p.up.unique_key) | list) -%}
+    {{ return('(select * from ' ~ dbt_ivm.ivm_snapshot_sql(p.up, p.columns, p.to) ~ ' __ivm_s where not coalesce(' ~ flag ~ ', false))') }}
+  {%- elif p.up.kind == 'change_log' -%}
     {%- set match = [] -%}
     {%- for k in p.up.unique_key -%}
       {%- do match.append('__ivm_s.' ~ dbt_ivm._ivm_quote(k) ~ ' <=> __ivm_k.' ~ dbt_ivm._ivm_quote(k)) -%}
@@ -148,14 +152,19 @@
 
 {#- How to find, in the view aliased `alias`, the rows of the changed slices:
     {'joins': left joins against the change sets (one row per key, so no row is
-    duplicated), 'flag': a boolean that is true exactly for those rows}. Upstreams whose
+    duplicated), 'flag': a boolean that is true exactly for those rows}. Changed keys the
+    change counts listed (p.ids) need no join: an IN list of literals. Upstreams whose
     changes are insert-only have no rows in the view to delete (DEL is skipped), unless a
     repair re-applies a refresh that may have inserted them already. -#}
 {% macro _ivm_join_delete_predicates(plan, alias, repair) %}
   {%- set joins = [] -%}
   {%- set flags = [] -%}
   {%- for p in plan if p.changed and (repair or p.get('old', 0) > 0) -%}
-    {%- if p.up.kind == 'change_log' -%}
+    {%- if p.up.kind == 'change_log' and p.get('ids') is not none -%}
+      {%- set names = [] -%}
+      {%- for h in p.up.hidden -%}{%- do names.append(alias ~ '.' ~ h.name) -%}{%- endfor -%}
+      {%- do flags.append(dbt_ivm._ivm_listed_ids_flag(p, names)) -%}
+    {%- elif p.up.kind == 'change_log' -%}
       {%- set k = '__ivm_k_' ~ p.index -%}
       {%- set keys = dbt_ivm._ivm_quote_all(p.up.unique_key) | join(', ') -%}
       {%- set match = [] -%}
@@ -173,6 +182,59 @@
     {%- endif -%}
   {%- endfor -%}
   {{ return({'joins': joins, 'flag': '(' ~ (flags | join(' or ') if flags else 'false') ~ ')'}) }}
+{% endmacro %}
+
+{#- Whether the row key `names` (its columns, in unique_key order) is one of p's listed
+    changed keys (p.ids): an IN list of literals, a tuple per key when the key has several
+    columns. NULL when a column is NULL, which no listed key has. -#}
+{% macro _ivm_listed_ids_flag(p, names) %}
+  {%- if not p.ids -%}{{ return('false') }}{%- endif -%}
+  {%- set tuples = [] -%}
+  {%- for t in p.ids -%}{%- do tuples.append(t[0] if t | length == 1 else '(' ~ t | join(', ') ~ ')') -%}{%- endfor -%}
+  {%- set lhs = names[0] if names | length == 1 else '(' ~ names | join(', ') ~ ')' -%}
+  {{ return(lhs ~ ' in (' ~ tuples | join(', ') ~ ')') }}
+{% endmacro %}
+
+{#- The types of p's row key columns when each has a text form that casts back to the same
+    value (see _ivm_range_kind), else none: only such keys are listed as literals. -#}
+{% macro _ivm_listable_key_types(p) %}
+  {%- set types = [] -%}
+  {%- for h in p.up.hidden -%}
+    {%- set found = [] -%}
+    {%- for c in p.columns if c.name | lower == h.column | lower -%}{%- do found.append(c.data_type | lower) -%}{%- endfor -%}
+    {%- if not found or not dbt_ivm._ivm_range_kind(found[0]) -%}{{ return(none) }}{%- endif -%}
+    {%- do types.append(found[0]) -%}
+  {%- endfor -%}
+  {{ return(types or none) }}
+{% endmacro %}
+
+{#- SQL the change counts read p's changed row keys with: a JSON array of their text (an
+    array per key), at most _ivm_key_list_max() + 1 of them; a NULL string when they are not
+    listable. -#}
+{% macro _ivm_changed_ids_sql(p) %}
+  {%- if p.up.kind != 'change_log' or dbt_ivm._ivm_listable_key_types(p) is none -%}{{ return('cast(null as string)') }}{%- endif -%}
+  {%- set keys = dbt_ivm._ivm_quote_all(p.up.unique_key) | list -%}
+  {%- set texts = [] -%}
+  {%- for k in keys -%}{%- do texts.append('cast(' ~ k ~ ' as string)') -%}{%- endfor -%}
+  {{ return('(select to_json(collect_list(array(' ~ texts | join(', ') ~ '))) from (select distinct ' ~ keys | join(', ')
+      ~ ' from ' ~ p.change_view ~ ' __ivm_i limit ' ~ (dbt_ivm._ivm_key_list_max() + 1) ~ ') __ivm_d)') }}
+{% endmacro %}
+
+{#- p.ids from the counted text: a list per changed row key of literals of its columns' types,
+    or none when there are more than _ivm_key_list_max() keys or one has a NULL column (which
+    only a null-safe match finds). -#}
+{% macro _ivm_changed_id_literals(text, p) %}
+  {%- set types = dbt_ivm._ivm_listable_key_types(p) -%}
+  {%- set listed = fromjson(text) if text is not none else none -%}
+  {%- if types is none or listed is none or listed | length > dbt_ivm._ivm_key_list_max() -%}{{ return(none) }}{%- endif -%}
+  {%- for key in listed if none in key -%}{{ return(none) }}{%- endfor -%}
+  {%- set out = [] -%}
+  {%- for key in listed | sort -%}
+    {%- set literals = [] -%}
+    {%- for v in key -%}{%- do literals.append('cast(' ~ dbt_ivm._ivm_string_literal(v) ~ ' as ' ~ types[loop.index0] ~ ')') -%}{%- endfor -%}
+    {%- do out.append(literals) -%}
+  {%- endfor -%}
+  {{ return(out) }}
 {% endmacro %}
 
 {#- The equalities the query joins upstreams on: [{'a', 'ca', 'b', 'cb'}] (upstream indexes
@@ -235,14 +297,22 @@
       {%- endfor -%}
       {%- for y, cols in partners | dictsort -%}
         {%- set cuts = [] -%}
+        {%- set lists = [] -%}
         {%- for cy in cols.mine if a == p.index -%}
           {%- set r = (p.get('ranges') or {}).get(cols.theirs[loop.index0]) -%}
           {%- if r and (y ~ '.' ~ cy) in r.partners -%}
             {%- do cuts.append(' and ' ~ dbt_ivm._ivm_quote(cy) ~ ' between ' ~ r.lo ~ ' and ' ~ r.hi) -%}
+            {%- if r.get('keys') is not none -%}
+              {%- do lists.append(dbt_ivm._ivm_quote(cy) ~ ' in (' ~ r['keys'] | join(', ') ~ ')' if r['keys'] else 'false') -%}
+            {%- endif -%}
           {%- endif -%}
         {%- endfor -%}
-        {%- do out.update({y: '(select * from ' ~ out[y] ~ ' __ivm_r where (' ~ dbt_ivm._ivm_quote_all(cols.mine) | join(', ')
-            ~ ') in (select ' ~ dbt_ivm._ivm_quote_all(cols.theirs) | join(', ') ~ ' from ' ~ out[a] ~ ' __ivm_p)' ~ cuts | join('') ~ ')'}) -%}
+        {#- every column listed: the lists replace the IN subquery (a superset of its rows when
+            they are several columns, which the join itself then matches) -#}
+        {%- set cut = lists | join(' and ') if lists and lists | length == cols.mine | length else
+            '(' ~ dbt_ivm._ivm_quote_all(cols.mine) | join(', ') ~ ') in (select ' ~ dbt_ivm._ivm_quote_all(cols.theirs) | join(', ')
+            ~ ' from ' ~ out[a] ~ ' __ivm_p)' -%}
+        {%- do out.update({y: '(select * from ' ~ out[y] ~ ' __ivm_r where ' ~ cut ~ cuts | join('') ~ ')'}) -%}
         {%- do reached.append(y) -%}
         {%- do next.append(y) -%}
       {%- endfor -%}
@@ -305,16 +375,53 @@
   {{ return('map(' ~ args | join(', ') ~ ')') }}
 {% endmacro %}
 
-{#- p.ranges from the counted map: {column: {lo, hi (SQL literals of the column's type; NULL
-    when p has no non-NULL value there, which no equality matches), partners}}. -#}
-{% macro _ivm_key_range_literals(values, ranged) %}
+{#- The map the change counts read p's distinct keys into, per range column: a JSON array
+    of the text of the non-NULL values p's relation has in a term (as _ivm_key_ranges_sql),
+    at most _ivm_key_list_max() + 1 of them. DISTINCT ... LIMIT bounds what the subquery
+    collects however large the change; more than the max means no list. source: the
+    relation read (with its alias) and where: its filter. -#}
+{% macro _ivm_key_sets_sql(ranged, source, where, new_flag, with_old) %}
+  {%- if not ranged -%}{{ return('cast(map() as map<string, string>)') }}{%- endif -%}
+  {%- set args = [] -%}
+  {%- for col, r in ranged | dictsort -%}
+    {%- set q = dbt_ivm._ivm_quote(r.name) -%}
+    {%- if with_old -%}
+      {%- set pick = 'select distinct __ivm_key from ' ~ source ~ ' lateral view explode(array(case when ' ~ new_flag ~ ' then '
+          ~ q ~ ' end, __ivm_before.' ~ q ~ ')) __ivm_e as __ivm_key where (' ~ where ~ ') and __ivm_key is not null' -%}
+    {%- else -%}
+      {%- set pick = 'select distinct ' ~ q ~ ' as __ivm_key from ' ~ source ~ ' where (' ~ where ~ ') and (' ~ new_flag ~ ') and '
+          ~ q ~ ' is not null' -%}
+    {%- endif -%}
+    {%- do args.append(dbt_ivm._ivm_string_literal(col) ~ ', (select to_json(collect_list(cast(__ivm_key as string))) from ('
+        ~ pick ~ ' limit ' ~ (dbt_ivm._ivm_key_list_max() + 1) ~ ') __ivm_d)') -%}
+  {%- endfor -%}
+  {{ return('map(' ~ args | join(', ') ~ ')') }}
+{% endmacro %}
+
+{#- The most distinct keys a term's partners are cut to as a list of literals: Spark plans
+    such an IN list in no time and Delta and parquet skip files and row groups by it, where
+    an IN subquery over the change set reads the change again, as its own jobs. -#}
+{% macro _ivm_key_list_max() %}
+  {{ return(1000) }}
+{% endmacro %}
+
+{#- p.ranges from the counted maps: {column: {lo, hi (SQL literals of the column's type; NULL
+    when p has no non-NULL value there, which no equality matches), keys (the distinct
+    values as literals, or none when there are more than _ivm_key_list_max()), partners}}. -#}
+{% macro _ivm_key_range_literals(values, ranged, sets) %}
   {%- set out = {} -%}
   {%- for col, r in ranged.items() -%}
     {%- set bounds = [] -%}
     {%- for f in ('min', 'max') -%}
       {%- do bounds.append('cast(' ~ dbt_ivm._ivm_string_literal(values.get(f ~ ':' ~ col)) ~ ' as ' ~ r.type ~ ')') -%}
     {%- endfor -%}
-    {%- do out.update({col: {'lo': bounds[0], 'hi': bounds[1], 'partners': r.partners}}) -%}
+    {%- set listed = fromjson(sets[col]) if sets.get(col) is not none else none -%}
+    {%- set keys = none -%}
+    {%- if listed is not none and listed | length <= dbt_ivm._ivm_key_list_max() -%}
+      {%- set keys = [] -%}
+      {%- for v in listed | sort -%}{%- do keys.append('cast(' ~ dbt_ivm._ivm_string_literal(v) ~ ' as ' ~ r.type ~ ')') -%}{%- endfor -%}
+    {%- endif -%}
+    {%- do out.update({col: {'lo': bounds[0], 'hi': bounds[1], 'keys': keys, 'partners': r.partners}}) -%}
   {%- endfor -%}
   {{ return(out) }}
 {% endmacro %}

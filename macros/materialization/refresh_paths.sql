@@ -217,7 +217,7 @@
   {%- for p in plan -%}
     {%- set after = versions_from.get(p.up.name) -%}
     {%- do p.update({'from': after, 'to': entry.versions_to[p.up.name], 'change_view': none, 'old': 0, 'has_new': false,
-                     'broadcast': false, 'ranges': {}}) -%}
+                     'broadcast': false, 'ranges': {}, 'ids': none}) -%}
     {%- do p.update({'changed': p['from'] != p.to}) -%}
     {%- do p.update({'ranged': dbt_ivm._ivm_range_columns(p, plan, inputs.edges) if p.changed else {}}) -%}
     {%- if p.changed and p.up.kind == 'change_log' -%}
@@ -225,11 +225,16 @@
       {%- do p.update({'change_view': '(' ~ dbt_ivm.ivm_netted_changes_sql(p.up, p.columns, after, p.to, with_before) ~ ')'}) -%}
       {%- do counters.append('(select named_struct(\'rows\', count(*), \'old\', count_if(__ivm_old), \'new\', count_if(__ivm_new), '
           ~ '\'problem\', min(__ivm_problem), \'problems\', count(__ivm_problem), \'ranges\', '
-          ~ dbt_ivm._ivm_key_ranges_sql(p.ranged, '__ivm_new', with_before) ~ ') from ' ~ p.change_view ~ ' __ivm_c)') -%}
+          ~ dbt_ivm._ivm_key_ranges_sql(p.ranged, '__ivm_new', with_before) ~ ', \'keys\', '
+          ~ dbt_ivm._ivm_key_sets_sql(p.ranged, p.change_view ~ ' __ivm_s', 'true', '__ivm_new', with_before)
+          ~ ', \'ids\', ' ~ (dbt_ivm._ivm_changed_ids_sql(p) if spec is none else 'cast(null as string)')
+          ~ ') from ' ~ p.change_view ~ ' __ivm_c)') -%}
     {%- elif p.changed -%}
       {#- the same struct type as a change log's counter: array() needs one element type -#}
       {%- do counters.append('(select named_struct(\'rows\', count(*), \'old\', 0L, \'new\', count(*), '
           ~ '\'problem\', cast(null as string), \'problems\', 0L, \'ranges\', ' ~ dbt_ivm._ivm_key_ranges_sql(p.ranged, 'true', false)
+          ~ ', \'keys\', ' ~ dbt_ivm._ivm_key_sets_sql(p.ranged, p.up.relation ~ ' __ivm_s', dbt_ivm._ivm_watermark_window(p), 'true', false)
+          ~ ', \'ids\', cast(null as string)'
           ~ ') from ' ~ p.up.relation ~ ' where ' ~ dbt_ivm._ivm_watermark_window(p) ~ ')') -%}
     {%- endif -%}
   {%- endfor -%}
@@ -277,7 +282,8 @@
             ~ ' up to ' ~ p.to ~ ': ' ~ c.problem[7:] ~ more ~ '.')) }}
       {%- endif -%}
       {%- do p.update({'has_new': c.new > 0, 'old': c.old, 'broadcast': c.rows <= dbt_ivm._ivm_broadcast_rows(),
-                       'ranges': dbt_ivm._ivm_key_range_literals(c.ranges, p.ranged)}) -%}
+                       'ranges': dbt_ivm._ivm_key_range_literals(c.ranges, p.ranged, c.get('keys') or {}),
+                       'ids': dbt_ivm._ivm_changed_id_literals(c.get('ids'), p)}) -%}
       {%- do change_rows.update({p.up.name: c.rows}) -%}
       {%- set nv.rows = nv.rows + c.rows -%}
       {%- set nv.old = nv.old + c.old -%}

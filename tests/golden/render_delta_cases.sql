@@ -25,6 +25,15 @@
                           'change_view': '__ivm_' ~ case.name ~ '_chg_' ~ u.short if ch else none, 'broadcast': ch | length > 0}) -%}
       {%- do hidden.update({loop.index0: ups[loop.index0].hidden if analysis.shape == 'join_only' else []}) -%}
     {%- endfor -%}
+    {#- keys the change counts listed: distinct join keys (sets) and changed row keys (ids) -#}
+    {%- for p in plan if p.changed -%}
+      {%- set ch = case.upstreams[p.index].change -%}
+      {%- set ranged = dbt_ivm._ivm_range_columns(p, plan, dbt_ivm._ivm_join_edges(analysis.parsed)) -%}
+      {%- if ch.get('bounds') -%}
+        {%- do p.update({'ranges': dbt_ivm._ivm_key_range_literals(ch.bounds, ranged, ch.get('sets', {}))}) -%}
+      {%- endif -%}
+      {%- do p.update({'ids': dbt_ivm._ivm_changed_id_literals(tojson(ch.ids) if ch.get('ids') is not none else none, p)}) -%}
+    {%- endfor -%}
     {%- set statements = [] -%}
     {#- the change sets under names of their own (the materialization reads them inline) -#}
     {%- for p in plan if p.changed -%}
