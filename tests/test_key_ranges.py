@@ -91,7 +91,7 @@ def test_ranges_are_read_over_new_and_old_images(runtime: Runtime) -> None:
 
 def test_bounds_are_literals_of_the_column_type(runtime: Runtime) -> None:
     ranged = {"k": {"name": "k", "type": "string", "partners": ["1.x"]}}
-    literals = runtime.macro("_ivm_key_range_literals")({"min:k": "O'Brien", "max:k": None}, ranged, {})
+    literals = runtime.macro("_ivm_key_range_literals")({"min:k": "O'Brien", "max:k": None}, ranged, {}, {})
     # a NULL bound (no non-NULL changed key) matches no row, as the equality would
     assert literals == {
         "k": {
@@ -119,6 +119,7 @@ def test_partners_one_equality_away_are_cut_to_the_range(runtime: Runtime) -> No
                 },
                 ranged,
                 {},
+                changed,
             ),
         }
     )
@@ -161,7 +162,7 @@ def test_key_lists_are_literals_up_to_the_max(runtime: Runtime) -> None:
         "many": {"name": "many", "type": "int", "partners": ["1.z"]},
     }
     sets = {"k": '["20", "3"]', "s": '["O\'Brien"]', "many": json_list(range(1001))}
-    literals = runtime.macro("_ivm_key_range_literals")({}, ranged, sets)
+    literals = runtime.macro("_ivm_key_range_literals")({}, ranged, sets, {})
     assert literals["k"]["keys"] == ["cast('20' as bigint)", "cast('3' as bigint)"]
     assert literals["s"]["keys"] == ["cast('O\\'Brien' as string)"]
     # more distinct keys than the max: no list, the IN subquery stays
@@ -182,7 +183,7 @@ def counted(
     ranged = runtime.macro("_ivm_range_columns")(changed, steps, EDGES)
     bounds = {"min:o_orderkey": "100", "max:o_orderkey": "250", "min:o_custkey": "7", "max:o_custkey": "7"}
     changed.update(
-        {"broadcast": True, "ranges": runtime.macro("_ivm_key_range_literals")(bounds, ranged, sets)}
+        {"broadcast": True, "ranges": runtime.macro("_ivm_key_range_literals")(bounds, ranged, sets, changed)}
     )
 
 
@@ -263,3 +264,33 @@ def test_listed_keys_find_the_slices_without_reading_the_change(runtime: Runtime
     # not listed: the left join with the change set
     p["ids"] = None
     assert runtime.macro("_ivm_join_delete_predicates")([p], "v", False)["joins"]
+
+
+def test_a_row_key_column_is_listed_from_the_row_keys(runtime: Runtime) -> None:
+    # lineitem keyed by (l_orderkey, l_partkey), changed, joined to orders by l_orderkey
+    steps = plan()
+    lines = steps[1]
+    key = ["L_ORDERKEY", "l_partkey"]
+    lines.update(
+        {
+            "up": {
+                "kind": "change_log",
+                "unique_key": key,
+                "hidden": [{"column": k, "name": k} for k in key],
+            },
+            "ranged": runtime.macro("_ivm_range_columns")(lines, steps, KEY_EDGES),
+        }
+    )
+    assert runtime.macro("_ivm_ranged_by_ids")(lines) == {"l_orderkey": 0, "l_partkey": 1}
+    lines["ids"] = [
+        ["cast('7' as bigint)", "cast('1' as bigint)"],
+        ["cast('7' as bigint)", "cast('2' as bigint)"],
+    ]
+    ranges = runtime.macro("_ivm_key_range_literals")({}, lines["ranged"], {}, lines)
+    assert ranges["l_orderkey"]["keys"] == ["cast('7' as bigint)"]
+    assert ranges["l_partkey"]["keys"] == ["cast('1' as bigint)", "cast('2' as bigint)"]
+    # row keys not listed: no list for those columns
+    lines["ids"] = None
+    assert (
+        runtime.macro("_ivm_key_range_literals")({}, lines["ranged"], {}, lines)["l_orderkey"]["keys"] is None
+    )

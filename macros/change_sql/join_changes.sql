@@ -398,6 +398,18 @@
   {{ return('map(' ~ args | join(', ') ~ ')') }}
 {% endmacro %}
 
+{#- The range columns of p that are columns of its row key, when its row keys can be listed
+    (see _ivm_listable_key_types): {column (lower case): its position in the row key}. -#}
+{% macro _ivm_ranged_by_ids(p) %}
+  {%- set out = {} -%}
+  {%- if p.up.kind == 'change_log' and dbt_ivm._ivm_listable_key_types(p) is not none -%}
+    {%- for k in p.up.unique_key -%}
+      {%- if k | lower in p.get('ranged', {}) -%}{%- do out.update({k | lower: loop.index0}) -%}{%- endif -%}
+    {%- endfor -%}
+  {%- endif -%}
+  {{ return(out) }}
+{% endmacro %}
+
 {#- The most distinct keys a term's partners are cut to as a list of literals: Spark plans
     such an IN list in no time and Delta and parquet skip files and row groups by it, where
     an IN subquery over the change set reads the change again, as its own jobs. -#}
@@ -407,8 +419,11 @@
 
 {#- p.ranges from the counted maps: {column: {lo, hi (SQL literals of the column's type; NULL
     when p has no non-NULL value there, which no equality matches), keys (the distinct
-    values as literals, or none when there are more than _ivm_key_list_max()), partners}}. -#}
-{% macro _ivm_key_range_literals(values, ranged, sets) %}
+    values as literals, or none when there are more than _ivm_key_list_max()), partners}}.
+    A row key column's values come from p's listed row keys (p.ids): every changed key,
+    a superset of those a term holds, which a cut may be. -#}
+{% macro _ivm_key_range_literals(values, ranged, sets, p) %}
+  {%- set by_ids = dbt_ivm._ivm_ranged_by_ids(p) if p.get('ids') is not none else {} -%}
   {%- set out = {} -%}
   {%- for col, r in ranged.items() -%}
     {%- set bounds = [] -%}
@@ -417,7 +432,11 @@
     {%- endfor -%}
     {%- set listed = fromjson(sets[col]) if sets.get(col) is not none else none -%}
     {%- set keys = none -%}
-    {%- if listed is not none and listed | length <= dbt_ivm._ivm_key_list_max() -%}
+    {%- if col in by_ids -%}
+      {%- set keys = [] -%}
+      {%- for t in p.ids if t[by_ids[col]] not in keys -%}{%- do keys.append(t[by_ids[col]]) -%}{%- endfor -%}
+      {%- set keys = keys | sort -%}
+    {%- elif listed is not none and listed | length <= dbt_ivm._ivm_key_list_max() -%}
       {%- set keys = [] -%}
       {%- for v in listed | sort -%}{%- do keys.append('cast(' ~ dbt_ivm._ivm_string_literal(v) ~ ' as ' ~ r.type ~ ')') -%}{%- endfor -%}
     {%- endif -%}

@@ -223,11 +223,15 @@
     {%- if p.changed and p.up.kind == 'change_log' -%}
       {%- set with_before = spec is not none -%}
       {%- do p.update({'change_view': '(' ~ dbt_ivm.ivm_netted_changes_sql(p.up, p.columns, after, p.to, with_before) ~ ')'}) -%}
+      {#- a range column that is a row key column is listed from the row keys: one read of the change less -#}
+      {%- set by_ids = dbt_ivm._ivm_ranged_by_ids(p) -%}
+      {%- set own = {} -%}
+      {%- for col, r in p.ranged.items() if col not in by_ids -%}{%- do own.update({col: r}) -%}{%- endfor -%}
       {%- do counters.append('(select named_struct(\'rows\', count(*), \'old\', count_if(__ivm_old), \'new\', count_if(__ivm_new), '
           ~ '\'problem\', min(__ivm_problem), \'problems\', count(__ivm_problem), \'ranges\', '
           ~ dbt_ivm._ivm_key_ranges_sql(p.ranged, '__ivm_new', with_before) ~ ', \'keys\', '
-          ~ dbt_ivm._ivm_key_sets_sql(p.ranged, p.change_view ~ ' __ivm_s', 'true', '__ivm_new', with_before)
-          ~ ', \'ids\', ' ~ (dbt_ivm._ivm_changed_ids_sql(p) if spec is none else 'cast(null as string)')
+          ~ dbt_ivm._ivm_key_sets_sql(own, p.change_view ~ ' __ivm_s', 'true', '__ivm_new', with_before)
+          ~ ', \'ids\', ' ~ (dbt_ivm._ivm_changed_ids_sql(p) if spec is none or by_ids else 'cast(null as string)')
           ~ ') from ' ~ p.change_view ~ ' __ivm_c)') -%}
     {%- elif p.changed -%}
       {#- the same struct type as a change log's counter: array() needs one element type -#}
@@ -282,8 +286,8 @@
             ~ ' up to ' ~ p.to ~ ': ' ~ c.problem[7:] ~ more ~ '.')) }}
       {%- endif -%}
       {%- do p.update({'has_new': c.new > 0, 'old': c.old, 'broadcast': c.rows <= dbt_ivm._ivm_broadcast_rows(),
-                       'ranges': dbt_ivm._ivm_key_range_literals(c.ranges, p.ranged, c.get('keys') or {}),
                        'ids': dbt_ivm._ivm_changed_id_literals(c.get('ids'), p)}) -%}
+      {%- do p.update({'ranges': dbt_ivm._ivm_key_range_literals(c.ranges, p.ranged, c.get('keys') or {}, p)}) -%}
       {%- do change_rows.update({p.up.name: c.rows}) -%}
       {%- set nv.rows = nv.rows + c.rows -%}
       {%- set nv.old = nv.old + c.old -%}
