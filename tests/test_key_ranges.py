@@ -217,18 +217,21 @@ def test_a_column_without_a_list_keeps_the_in_subquery(runtime: Runtime) -> None
     assert "(`l_orderkey`, `l_total`) in (select `o_orderkey`, `o_total` from up0 __ivm_p)" in out[1]
 
 
-def changed_orders(key: list[str], columns: list[Column]) -> dict[str, Any]:
+def changed_orders(runtime: Runtime, key: list[str], columns: list[Column]) -> dict[str, Any]:
     hidden = [{"column": k, "name": f"__ivm_orders__{k}"} for k in key]
-    return {
+    p = {
         "index": 0,
         "columns": columns,
         "change_view": "(cv)",
         "up": {"kind": "change_log", "unique_key": key, "hidden": hidden, "relation": "raw.orders"},
     }
+    # as the change count stores it
+    p["id_types"] = runtime.macro("_ivm_listable_key_types")(p)
+    return p
 
 
 def test_changed_row_keys_are_listed_exactly_or_not_at_all(runtime: Runtime) -> None:
-    p = changed_orders(["o_id", "o_day"], [Column("O_ID", "bigint"), Column("o_day", "date")])
+    p = changed_orders(runtime, ["o_id", "o_day"], [Column("O_ID", "bigint"), Column("o_day", "date")])
     literals = runtime.macro("_ivm_changed_id_literals")
     assert literals('[["7", "2026-01-02"], ["10", "2026-01-01"]]', p) == [
         ["cast('10' as bigint)", "cast('2026-01-01' as date)"],
@@ -242,13 +245,13 @@ def test_changed_row_keys_are_listed_exactly_or_not_at_all(runtime: Runtime) -> 
     assert sql.endswith("from (select distinct `o_id`, `o_day` from (cv) __ivm_i limit 1001) __ivm_d)")
     sqlglot.parse_one(f"select {sql}", read="spark")
     # a key whose text form does not cast back (a timestamp) is never listed
-    q = changed_orders(["o_at"], [Column("o_at", "timestamp")])
+    q = changed_orders(runtime, ["o_at"], [Column("o_at", "timestamp")])
     assert runtime.macro("_ivm_changed_ids_sql")(q) == "cast(null as string)"
     assert literals('[["2026-01-01 00:00:00"]]', q) is None
 
 
 def test_listed_keys_find_the_slices_without_reading_the_change(runtime: Runtime) -> None:
-    p = changed_orders(["o_id", "o_day"], [Column("o_id", "bigint"), Column("o_day", "date")])
+    p = changed_orders(runtime, ["o_id", "o_day"], [Column("o_id", "bigint"), Column("o_day", "date")])
     p.update({"changed": True, "old": 1, "from": "3", "to": "7", "ids": [["1", "2"], ["3", "4"]]})
     found = runtime.macro("_ivm_join_delete_predicates")([p], "v", False)
     assert found == {
@@ -281,7 +284,9 @@ def test_a_row_key_column_is_listed_from_the_row_keys(runtime: Runtime) -> None:
             "ranged": runtime.macro("_ivm_range_columns")(lines, steps, KEY_EDGES),
         }
     )
-    assert runtime.macro("_ivm_ranged_by_ids")(lines) == {"l_orderkey": 0, "l_partkey": 1}
+    lines["id_types"] = runtime.macro("_ivm_listable_key_types")(lines)
+    lines["by_ids"] = runtime.macro("_ivm_ranged_by_ids")(lines)
+    assert lines["by_ids"] == {"l_orderkey": 0, "l_partkey": 1}
     lines["ids"] = [
         ["cast('7' as bigint)", "cast('1' as bigint)"],
         ["cast('7' as bigint)", "cast('2' as bigint)"],

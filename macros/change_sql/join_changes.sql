@@ -12,7 +12,8 @@
 
 {#- plan: list of per-upstream dicts {up, columns, from, to, changed, change_view (the netted
     change set as a relation in FROM), has_new, broadcast, ranges (see
-    _ivm_key_range_literals)}. -#}
+    _ivm_key_range_literals), ids, id_types, by_ids (see _ivm_changed_id_literals,
+    _ivm_listable_key_types, _ivm_ranged_by_ids)}. -#}
 {% macro ivm_join_insert_sql(template, plan, edges=[]) %}
   {{ return(adapter.dispatch('ivm_join_insert_sql', 'dbt_ivm')(template, plan, edges)) }}
 {% endmacro %}
@@ -196,7 +197,8 @@
 {% endmacro %}
 
 {#- The types of p's row key columns when each has a text form that casts back to the same
-    value (see _ivm_range_kind), else none: only such keys are listed as literals. -#}
+    value (see _ivm_range_kind), else none: only such keys are listed as literals. The count
+    stores it as p.id_types (none for an upstream without a change log). -#}
 {% macro _ivm_listable_key_types(p) %}
   {%- set types = [] -%}
   {%- for h in p.up.hidden -%}
@@ -210,9 +212,9 @@
 
 {#- SQL the change counts read p's changed row keys with: a JSON array of their text (an
     array per key), at most _ivm_key_list_max() + 1 of them; a NULL string when they are not
-    listable. -#}
+    listable (p.id_types is none). -#}
 {% macro _ivm_changed_ids_sql(p) %}
-  {%- if p.up.kind != 'change_log' or dbt_ivm._ivm_listable_key_types(p) is none -%}{{ return('cast(null as string)') }}{%- endif -%}
+  {%- if p.get('id_types') is none -%}{{ return('cast(null as string)') }}{%- endif -%}
   {%- set keys = dbt_ivm._ivm_quote_all(p.up.unique_key) | list -%}
   {%- set texts = [] -%}
   {%- for k in keys -%}{%- do texts.append('cast(' ~ k ~ ' as string)') -%}{%- endfor -%}
@@ -220,11 +222,11 @@
       ~ ' from ' ~ p.change_view ~ ' __ivm_i limit ' ~ (dbt_ivm._ivm_key_list_max() + 1) ~ ') __ivm_d)') }}
 {% endmacro %}
 
-{#- p.ids from the counted text: a list per changed row key of literals of its columns' types,
-    or none when there are more than _ivm_key_list_max() keys or one has a NULL column (which
+{#- p.ids from the counted text: a list per changed row key of literals of its columns' types
+    (p.id_types), or none when there are more than _ivm_key_list_max() keys or one has a NULL column (which
     only a null-safe match finds). -#}
 {% macro _ivm_changed_id_literals(text, p) %}
-  {%- set types = dbt_ivm._ivm_listable_key_types(p) -%}
+  {%- set types = p.get('id_types') -%}
   {%- set listed = fromjson(text) if text is not none else none -%}
   {%- if types is none or listed is none or listed | length > dbt_ivm._ivm_key_list_max() -%}{{ return(none) }}{%- endif -%}
   {%- for key in listed if none in key -%}{{ return(none) }}{%- endfor -%}
@@ -399,10 +401,11 @@
 {% endmacro %}
 
 {#- The range columns of p that are columns of its row key, when its row keys can be listed
-    (see _ivm_listable_key_types): {column (lower case): its position in the row key}. -#}
+    (p.id_types, see _ivm_listable_key_types): {column (lower case): its position in the row
+    key}. The count stores it as p.by_ids. -#}
 {% macro _ivm_ranged_by_ids(p) %}
   {%- set out = {} -%}
-  {%- if p.up.kind == 'change_log' and dbt_ivm._ivm_listable_key_types(p) is not none -%}
+  {%- if p.get('id_types') is not none -%}
     {%- for k in p.up.unique_key -%}
       {%- if k | lower in p.get('ranged', {}) -%}{%- do out.update({k | lower: loop.index0}) -%}{%- endif -%}
     {%- endfor -%}
@@ -423,7 +426,7 @@
     A row key column's values come from p's listed row keys (p.ids): every changed key,
     a superset of those a term holds, which a cut may be. -#}
 {% macro _ivm_key_range_literals(values, ranged, sets, p) %}
-  {%- set by_ids = dbt_ivm._ivm_ranged_by_ids(p) if p.get('ids') is not none else {} -%}
+  {%- set by_ids = p.by_ids if p.get('ids') is not none else {} -%}
   {%- set out = {} -%}
   {%- for col, r in ranged.items() -%}
     {%- set bounds = [] -%}

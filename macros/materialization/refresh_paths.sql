@@ -217,21 +217,22 @@
   {%- for p in plan -%}
     {%- set after = versions_from.get(p.up.name) -%}
     {%- do p.update({'from': after, 'to': entry.versions_to[p.up.name], 'change_view': none, 'old': 0, 'has_new': false,
-                     'broadcast': false, 'ranges': {}, 'ids': none}) -%}
+                     'broadcast': false, 'ranges': {}, 'ids': none, 'id_types': none, 'by_ids': {}}) -%}
     {%- do p.update({'changed': p['from'] != p.to}) -%}
     {%- do p.update({'ranged': dbt_ivm._ivm_range_columns(p, plan, inputs.edges) if p.changed else {}}) -%}
     {%- if p.changed and p.up.kind == 'change_log' -%}
       {%- set with_before = spec is not none -%}
       {%- do p.update({'change_view': '(' ~ dbt_ivm.ivm_netted_changes_sql(p.up, p.columns, after, p.to, with_before) ~ ')'}) -%}
+      {%- do p.update({'id_types': dbt_ivm._ivm_listable_key_types(p)}) -%}
       {#- a range column that is a row key column is listed from the row keys: one read of the change less -#}
-      {%- set by_ids = dbt_ivm._ivm_ranged_by_ids(p) -%}
+      {%- do p.update({'by_ids': dbt_ivm._ivm_ranged_by_ids(p)}) -%}
       {%- set own = {} -%}
-      {%- for col, r in p.ranged.items() if col not in by_ids -%}{%- do own.update({col: r}) -%}{%- endfor -%}
+      {%- for col, r in p.ranged.items() if col not in p.by_ids -%}{%- do own.update({col: r}) -%}{%- endfor -%}
       {%- do counters.append('(select named_struct(\'rows\', count(*), \'old\', count_if(__ivm_old), \'new\', count_if(__ivm_new), '
           ~ '\'problem\', min(__ivm_problem), \'problems\', count(__ivm_problem), \'ranges\', '
           ~ dbt_ivm._ivm_key_ranges_sql(p.ranged, '__ivm_new', with_before) ~ ', \'keys\', '
           ~ dbt_ivm._ivm_key_sets_sql(own, p.change_view ~ ' __ivm_s', 'true', '__ivm_new', with_before)
-          ~ ', \'ids\', ' ~ (dbt_ivm._ivm_changed_ids_sql(p) if spec is none or by_ids else 'cast(null as string)')
+          ~ ', \'ids\', ' ~ (dbt_ivm._ivm_changed_ids_sql(p) if spec is none or p.by_ids else 'cast(null as string)')
           ~ ') from ' ~ p.change_view ~ ' __ivm_c)') -%}
     {%- elif p.changed -%}
       {#- the same struct type as a change log's counter: array() needs one element type -#}
