@@ -276,8 +276,8 @@ def test_parquet_cost_estimate_rebuilds_when_the_rewrite_costs_more(project: Ivm
 
 
 def test_parquet_cost_estimate_rebuilds_before_computing_the_change(project: IvmProject, shop: Shop) -> None:
-    """With the row counts the last refresh logged, a refresh whose estimate shows a rebuild
-    cheaper even at its most favourable rebuilds without netting the change."""
+    """With the row counts the last refresh or full build logged, a refresh whose estimate shows
+    a rebuild cheaper even at its most favourable rebuilds without netting the change."""
     project.write(
         "models/region_sales_costed.sql",
         """\
@@ -296,14 +296,20 @@ def test_parquet_cost_estimate_rebuilds_before_computing_the_change(project: Ivm
             shop.orders.apply([Op("insert", {"order_id": order_id, "customer_id": 1, "amount": 4.0})])
             project.run("--select", "region_sales_costed")
         log = project.refresh_log("region_sales_costed")
-        first, second = [r for r in log if r["status"] == "success"][-2:]
-        # the first netted the change and logged the row counts; the second decided from them
-        assert first["path"] == second["path"] == "full"
-        assert first["change_rows"] and first["reason"].endswith("rebuilding is cheaper")
-        assert second["reason"].endswith(
-            "rebuilding is cheaper (row counts of the last refresh; the change was not computed)"
-        )
-        assert not second["change_rows"] and second["sizes"] == first["sizes"] != {}
+        build, first, second = [r for r in log if r["status"] == "success"][-3:]
+        # the first build counted the upstreams and its table: both refreshes decided from the
+        # counts the build before them logged, without netting the change
+        assert len(build["sizes"]) == 3 and build["sizes"]["."] > 0
+        for refresh, before in ((first, build), (second, first)):
+            assert refresh["path"] == "full"
+            assert refresh["reason"].endswith(
+                "rebuilding is cheaper (row counts of the last refresh; the change was not computed)"
+            )
+            assert not refresh["change_rows"]
+            assert set(refresh["sizes"]) == set(before["sizes"])
+        # each build counted the order it added
+        orders = next(name for name in build["sizes"] if name.endswith("orders"))
+        assert second["sizes"][orders] == first["sizes"][orders] + 1 == build["sizes"][orders] + 2
         assert not project.differences("region_sales_costed")
         # orders alone: one term reads customers, the groups are rewritten: cheaper than a rebuild
         shop.orders.apply([Op("insert", {"order_id": 43, "customer_id": 3, "amount": 2.0})])

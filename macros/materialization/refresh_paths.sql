@@ -31,10 +31,17 @@
   {{ return(((modules.datetime.datetime.utcnow() - started_at).total_seconds() * 1000) | round / 1000) }}
 {% endmacro %}
 
+{#- A map(...) pair of a row count: the name, the count of the relation (parquet and Delta answer
+    count(*) from metadata). -#}
+{% macro _ivm_row_count_pair(name, relation) %}
+  {{ return(dbt_ivm._ivm_string_literal(name) ~ ', (select count(*) from ' ~ relation ~ ')') }}
+{% endmacro %}
+
 {#- Build (or rebuild) the table from build_sql and keep the plain definition (from
     _ivm_checked_definition) as a view. entry.row_key (column names, or 'visible' for all columns of the definition) is
-    recorded as the table property dbt_ivm.row_key, for ivm models that read this one. -#}
-{% macro _ivm_build_full(target, existing, build_sql, definition, settings, entry) %}
+    recorded as the table property dbt_ivm.row_key, for ivm models that read this one. sized: row counts
+    (_ivm_row_count_pair) read with the table's and logged with it as the sizes the cost estimate uses. -#}
+{% macro _ivm_build_full(target, existing, build_sql, definition, settings, entry, sized=[]) %}
   {%- do entry.update({'status': 'started'}) -%}
   {%- set existing_is_delta = settings.get('file_format') == 'delta' and dbt_ivm._ivm_is_delta_table(existing) -%}
   {%- if settings.get('file_format') == 'delta' -%}
@@ -87,8 +94,14 @@
   {%- set unique = entry.get('check_unique') -%}
   {%- set dup_sql = '(select count(*) from (select 1 from ' ~ target ~ ' group by ' ~ dbt_ivm._ivm_quote_all(unique) | join(', ')
       ~ ' having count(*) > 1))' if unique else '0' -%}
-  {%- set counted = run_query('select count(*), ' ~ dup_sql ~ ' from ' ~ target).rows[0] -%}
+  {%- set counted = run_query('select count(*), ' ~ dup_sql ~ (', to_json(map(' ~ sized | join(', ') ~ '))' if sized else '')
+      ~ ' from ' ~ target).rows[0] -%}
   {%- set rows = counted[0] -%}
+  {%- if sized -%}
+    {%- set sizes = fromjson(counted[2]) -%}
+    {%- do sizes.update({'.': rows | int}) -%}
+    {%- do entry.update({'sizes': sizes}) -%}
+  {%- endif -%}
   {%- if counted[1] > 0 -%}
     {{ exceptions.raise_compiler_error("Model '" ~ model.name ~ "': unique_key (" ~ unique | join(', ') ~ ') is not unique: ' ~
         counted[1] ~ ' key value(s) have more than one row. Fix the model so that its key names one row, or set unique_key '
@@ -265,10 +278,10 @@
   {%- set sizes = {} -%}
   {%- set sized = [] -%}
   {%- for p in plan if settings.rebuild_above and (p.changed or not delta) -%}
-    {%- do sized.append(dbt_ivm._ivm_string_literal(p.up.name) ~ ', (select count(*) from ' ~ p.up.relation ~ ')') -%}
+    {%- do sized.append(dbt_ivm._ivm_row_count_pair(p.up.name, p.up.relation)) -%}
   {%- endfor -%}
   {#- a Delta INSERT returns no row counts, unlike a MERGE: a join-only model's append is counted by the table -#}
-  {%- if not delta or spec is none -%}{%- do sized.append("'.', (select count(*) from " ~ target ~ ')') -%}{%- endif -%}
+  {%- if not delta or spec is none -%}{%- do sized.append(dbt_ivm._ivm_row_count_pair('.', target)) -%}{%- endif -%}
   {%- if counters or sized -%}
     {#- row counts in the same query (parquet and Delta answer count(*) from metadata): of the
         changed upstreams for the rebuild threshold; on parquet of every upstream for the

@@ -169,7 +169,8 @@
     table_version (the refresh's stamp, see _ivm_table_stamp), changes_logged (it wrote its own change log),
     columns (_ivm_columns_signature of every upstream by name and of the table as '.'), lease_generation (the
     refresh lease generation a 'success' row frees, see macros/state/lease.sql), sizes (the row counts of the
-    upstreams by name and of the table as '.' that a parquet refresh's cost estimate used), sql (column name ->
+    upstreams by name and of the table as '.' that a parquet refresh's cost estimate used, or that a full build
+    counted for the next one), sql (column name ->
     a SQL expression that replaces the entry's value: counts only Spark knows when the row is written). -#}
 {% macro ivm_log_refresh(model, relation, entry, main=false) %}
   {{ return(adapter.dispatch('ivm_log_refresh', 'dbt_ivm')(model, relation, entry, main)) }}
