@@ -225,8 +225,8 @@ def changed_orders(runtime: Runtime, key: list[str], columns: list[Column]) -> d
         "change_view": "(cv)",
         "up": {"kind": "change_log", "unique_key": key, "hidden": hidden, "relation": "raw.orders"},
     }
-    # as the change count stores it
-    p["id_types"] = runtime.macro("_ivm_listable_key_types")(p)
+    # as the change count sets it
+    runtime.macro("_ivm_key_listing")(p)
     return p
 
 
@@ -284,8 +284,7 @@ def test_a_row_key_column_is_listed_from_the_row_keys(runtime: Runtime) -> None:
             "ranged": runtime.macro("_ivm_range_columns")(lines, steps, KEY_EDGES),
         }
     )
-    lines["id_types"] = runtime.macro("_ivm_listable_key_types")(lines)
-    lines["by_ids"] = runtime.macro("_ivm_ranged_by_ids")(lines)
+    runtime.macro("_ivm_key_listing")(lines)
     assert lines["by_ids"] == {"l_orderkey": 0, "l_partkey": 1}
     lines["ids"] = [
         ["cast('7' as bigint)", "cast('1' as bigint)"],

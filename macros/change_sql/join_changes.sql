@@ -197,8 +197,8 @@
 {% endmacro %}
 
 {#- The types of p's row key columns when each has a text form that casts back to the same
-    value (see _ivm_range_kind), else none: only such keys are listed as literals. The count
-    stores it as p.id_types (none for an upstream without a change log). -#}
+    value (see _ivm_range_kind), else none: only such keys are listed as literals. Set as
+    p.id_types by _ivm_key_listing. -#}
 {% macro _ivm_listable_key_types(p) %}
   {%- set types = [] -%}
   {%- for h in p.up.hidden -%}
@@ -400,9 +400,17 @@
   {{ return('map(' ~ args | join(', ') ~ ')') }}
 {% endmacro %}
 
+{#- How the change count lists p's row keys, set on p once per changed upstream: p.id_types
+    (see _ivm_listable_key_types; none without a change log) and p.by_ids (see
+    _ivm_ranged_by_ids). -#}
+{% macro _ivm_key_listing(p) %}
+  {%- do p.update({'id_types': dbt_ivm._ivm_listable_key_types(p) if p.up.kind == 'change_log' else none}) -%}
+  {%- do p.update({'by_ids': dbt_ivm._ivm_ranged_by_ids(p)}) -%}
+{% endmacro %}
+
 {#- The range columns of p that are columns of its row key, when its row keys can be listed
     (p.id_types, see _ivm_listable_key_types): {column (lower case): its position in the row
-    key}. The count stores it as p.by_ids. -#}
+    key}. -#}
 {% macro _ivm_ranged_by_ids(p) %}
   {%- set out = {} -%}
   {%- if p.get('id_types') is not none -%}

@@ -69,10 +69,10 @@
   {#- a refresh of this shape deletes rows by key (see _ivm_build_full) -#}
   {%- do settings.update({'row_level': analysis.shape in ('join_only', 'keyed')}) -%}
   {%- set definition = dbt_ivm._ivm_checked_definition(analysis.parsed, sql, settings.file_format) -%}
-  {#- on parquet the build counts the upstreams too: the next refresh's cost estimate may then
-      choose a rebuild before it computes the change -#}
+  {#- on parquet the build counts the upstreams too, unless this run's change count just did:
+      the next refresh's cost estimate may then choose a rebuild before it computes the change -#}
   {%- set sized = [] -%}
-  {%- if inputs is not none and settings.rebuild_above and settings.file_format != 'delta' -%}
+  {%- if inputs is not none and settings.rebuild_above and settings.file_format != 'delta' and not entry.get('sizes') -%}
     {%- for p in inputs.plan -%}{%- do sized.append(dbt_ivm._ivm_row_count_pair(p.up.name, p.up.relation)) -%}{%- endfor -%}
   {%- endif -%}
   {%- do dbt_ivm._ivm_build_full(target, existing, build_sql, definition, settings, entry, sized) -%}

@@ -40,7 +40,8 @@
 {#- Build (or rebuild) the table from build_sql and keep the plain definition (from
     _ivm_checked_definition) as a view. entry.row_key (column names, or 'visible' for all columns of the definition) is
     recorded as the table property dbt_ivm.row_key, for ivm models that read this one. sized: row counts
-    (_ivm_row_count_pair) read with the table's and logged with it as the sizes the cost estimate uses. -#}
+    (_ivm_row_count_pair) read with the table's and logged with it as the sizes the cost estimate uses;
+    the upstreams' counts this run's change count read (entry.sizes) are kept, the table's replaced. -#}
 {% macro _ivm_build_full(target, existing, build_sql, definition, settings, entry, sized=[]) %}
   {%- do entry.update({'status': 'started'}) -%}
   {%- set existing_is_delta = settings.get('file_format') == 'delta' and dbt_ivm._ivm_is_delta_table(existing) -%}
@@ -97,8 +98,10 @@
   {%- set counted = run_query('select count(*), ' ~ dup_sql ~ (', to_json(map(' ~ sized | join(', ') ~ '))' if sized else '')
       ~ ' from ' ~ target).rows[0] -%}
   {%- set rows = counted[0] -%}
-  {%- if sized -%}
-    {%- set sizes = fromjson(counted[2]) -%}
+  {%- if sized or entry.get('sizes') -%}
+    {%- set sizes = {} -%}
+    {%- do sizes.update(entry.get('sizes') or {}) -%}
+    {%- do sizes.update(fromjson(counted[2]) if sized else {}) -%}
     {%- do sizes.update({'.': rows | int}) -%}
     {%- do entry.update({'sizes': sizes}) -%}
   {%- endif -%}
@@ -236,9 +239,8 @@
     {%- if p.changed and p.up.kind == 'change_log' -%}
       {%- set with_before = spec is not none -%}
       {%- do p.update({'change_view': '(' ~ dbt_ivm.ivm_netted_changes_sql(p.up, p.columns, after, p.to, with_before) ~ ')'}) -%}
-      {%- do p.update({'id_types': dbt_ivm._ivm_listable_key_types(p)}) -%}
       {#- a range column that is a row key column is listed from the row keys: one read of the change less -#}
-      {%- do p.update({'by_ids': dbt_ivm._ivm_ranged_by_ids(p)}) -%}
+      {%- do dbt_ivm._ivm_key_listing(p) -%}
       {%- set own = {} -%}
       {%- for col, r in p.ranged.items() if col not in p.by_ids -%}{%- do own.update({col: r}) -%}{%- endfor -%}
       {%- do counters.append('(select named_struct(\'rows\', count(*), \'old\', count_if(__ivm_old), \'new\', count_if(__ivm_new), '
@@ -268,7 +270,8 @@
     {%- set costly = dbt_ivm._ivm_parquet_cost(plan, moved, known, spec, spec is not none or state.repair,
         settings.partition_by | length > 0) -%}
     {%- if costly -%}
-      {%- do entry.update({'versions_from': versions_from, 'sizes': known}) -%}
+      {#- the full build counts the sizes afresh -#}
+      {%- do entry.update({'versions_from': versions_from}) -%}
       {{ return(costly ~ ' (row counts of the last refresh; the change was not computed)') }}
     {%- endif -%}
   {%- endif -%}

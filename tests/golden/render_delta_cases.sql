@@ -29,8 +29,8 @@
     {%- for p in plan if p.changed -%}
       {%- set ch = case.upstreams[p.index].change -%}
       {%- set ranged = dbt_ivm._ivm_range_columns(p, plan, dbt_ivm._ivm_join_edges(analysis.parsed)) -%}
-      {%- do p.update({'ranged': ranged, 'id_types': dbt_ivm._ivm_listable_key_types(p)}) -%}
-      {%- do p.update({'by_ids': dbt_ivm._ivm_ranged_by_ids(p)}) -%}
+      {%- do p.update({'ranged': ranged}) -%}
+      {%- do dbt_ivm._ivm_key_listing(p) -%}
       {%- do p.update({'ids': dbt_ivm._ivm_changed_id_literals(tojson(ch.ids) if ch.get('ids') is not none else none, p)}) -%}
       {%- if ch.get('bounds') -%}
         {%- do p.update({'ranges': dbt_ivm._ivm_key_range_literals(ch.bounds, ranged, ch.get('sets', {}), p)}) -%}
