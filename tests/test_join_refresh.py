@@ -270,6 +270,8 @@ def test_parquet_cost_estimate_rebuilds_when_the_rewrite_costs_more(project: Ivm
             "by the delta terms, 14 for rewriting the 7-row table), a rebuild about 17 (10 upstream rows "
             "read once, 7 written): rebuilding is cheaper"
         )
+        # the build kept the upstream counts the change count read and counted its 7 rows
+        assert refresh["sizes"]["."] == 7 and len(refresh["sizes"]) == 3
         assert not project.differences("order_facts_costed")
     finally:
         model.unlink()
