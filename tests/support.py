@@ -140,6 +140,21 @@ class IvmProject:
 
         return self.dbt.invoke(command, *args, check=check, callbacks=[listen, *callbacks])
 
+    def statements(self, *args: str) -> dict[str, list[str]]:
+        """`dbt run` with args; the statements each model's node sent, in order (dbt's query
+        comment dropped, whitespace collapsed)."""
+        sent: dict[str, list[str]] = {}
+
+        def listen(msg: Any) -> None:
+            if msg.info.name == "SQLQuery":
+                text = msg.data.sql.strip()
+                if text.startswith("/*"):  # dbt's query comment
+                    text = text.split("*/", 1)[1]
+                sent.setdefault(msg.data.node_info.node_name, []).append(" ".join(text.split()))
+
+        self.invoke("run", *args, callbacks=[listen])
+        return sent
+
     def last_path(self, model: str) -> str:
         """The path the last run() took for a model: no-op, or its last refresh log row's."""
         return "no-op" if model in self.noops else self.last_refresh(model)["path"]

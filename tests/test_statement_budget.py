@@ -109,17 +109,7 @@ def shop(request: pytest.FixtureRequest, project_factory) -> Iterator[tuple[IvmP
 
 def statements(project: IvmProject, fmt: str, *flags: str) -> dict[str, list[str]]:
     """Run the models; the statements each model's node sent, in order."""
-    sent: dict[str, list[str]] = {}
-
-    def listen(msg: Any) -> None:
-        if msg.info.name == "SQLQuery":
-            text = msg.data.sql.strip()
-            if text.startswith("/*"):  # dbt's query comment
-                text = text.split("*/", 1)[1]
-            sent.setdefault(msg.data.node_info.node_name, []).append(" ".join(text.split()))
-
-    project.invoke("run", "--vars", f"{{format: {fmt}}}", *flags, callbacks=[listen])
-    return sent
+    return project.statements("--vars", f"{{format: {fmt}}}", *flags)
 
 
 def check(project: IvmProject, fmt: str, path: str, sent: dict[str, list[str]], kind: str = "") -> None:
