@@ -70,7 +70,7 @@ COLUMN = {"by_region": 0, "order_regions": 1, "regional_orders": 2, "customer_to
 
 
 @pytest.fixture(scope="module", params=["parquet", "delta"])
-def shop(request: pytest.FixtureRequest, project_factory) -> Iterator[tuple[IvmProject, Any, str]]:
+def shop(request: pytest.FixtureRequest, project_factory) -> Iterator[tuple[IvmProject, Any, str, Any]]:
     fmt = request.param
     if fmt == "delta":
         request.getfixturevalue("delta")
@@ -79,6 +79,7 @@ def shop(request: pytest.FixtureRequest, project_factory) -> Iterator[tuple[IvmP
     customer_rows = [{"customer_id": i, "region": f"r{i % 2}"} for i in range(3)]
     if fmt == "delta":
         orders: ChangeLoggedTable | DeltaFeedTable
+        customers: ChangeLoggedTable | DeltaFeedTable
         orders = DeltaFeedTable(project.spark, f"{project.raw}.orders", ["order_id"])
         orders.create("order_id bigint, customer_id bigint, amount double", orders_rows)
         customers = DeltaFeedTable(project.spark, f"{project.raw}.customers", ["customer_id"])
@@ -93,7 +94,7 @@ def shop(request: pytest.FixtureRequest, project_factory) -> Iterator[tuple[IvmP
         project.create_table("orders", "order_id bigint, customer_id bigint, amount double", orders_rows)
         project.create_table("customers", "customer_id bigint, region string", customer_rows)
         orders = project.logged_table("orders", ["order_id"])
-        project.logged_table("customers", ["customer_id"])
+        customers = project.logged_table("customers", ["customer_id"])
         declared = {
             "orders": "unique_key: [order_id], change_log: orders_changes",
             "customers": "unique_key: [customer_id], change_log: customers_changes",
@@ -104,7 +105,7 @@ def shop(request: pytest.FixtureRequest, project_factory) -> Iterator[tuple[IvmP
     project.write("models/customer_totals.sql", KEYED)
     project.write("models/regional_orders.sql", PARTITIONED)
     project.run("--vars", f"{{format: {fmt}}}")
-    yield project, orders, fmt
+    yield project, orders, fmt, customers
 
 
 def statements(project: IvmProject, fmt: str, *flags: str) -> dict[str, list[str]]:
@@ -128,7 +129,7 @@ def check(project: IvmProject, fmt: str, path: str, sent: dict[str, list[str]], 
 
 def test_noop_refresh_only_reads(shop) -> None:
     """Nothing changed: no lease, no refresh log row, no write of any kind."""
-    project, _, fmt = shop
+    project, _, fmt, _ = shop
     sent = statements(project, fmt)
     check(project, fmt, "no-op", sent)
     writing = ("create", "insert", "merge", "alter", "drop")
@@ -140,14 +141,17 @@ def test_noop_refresh_only_reads(shop) -> None:
 
 
 def test_incremental_refresh(shop) -> None:
-    project, orders, fmt = shop
+    """Both upstreams changed: on Delta the declared feed (customers) is described once, for
+    its columns and the properties its change feed check reads."""
+    project, orders, fmt, customers = shop
     orders.apply([Op("update", {"order_id": 5, "customer_id": 1, "amount": 50.0})])
+    customers.apply([Op("update", {"customer_id": 2, "region": "r1"})])
     sent = statements(project, fmt)
     check(project, fmt, "incremental", sent)
 
 
 def test_insert_only_refresh(shop) -> None:
-    project, orders, fmt = shop
+    project, orders, fmt, _ = shop
     orders.apply([Op("insert", {"order_id": 100, "customer_id": 2, "amount": 4.0})])
     sent = statements(project, fmt)
     check(project, fmt, "incremental", sent, "insert-only")
@@ -159,7 +163,7 @@ def test_insert_only_refresh(shop) -> None:
 
 
 def test_full_rebuild(shop) -> None:
-    project, _, fmt = shop
+    project, _, fmt, _ = shop
     sent = statements(project, fmt, "--full-refresh")
     check(project, fmt, "full", sent)
 
@@ -169,7 +173,7 @@ def test_refresh_replaces_the_scratch_the_last_one_left(shop) -> None:
     aggregate's merged groups) stays until the next refresh of the table replaces it, also
     one of other columns; a full build drops it (no other refresh path leaves anything
     behind: change sets are read inline)."""
-    project, orders, fmt = shop
+    project, orders, fmt, _ = shop
     # on Delta an aggregate writes no scratch (its MERGE reads the change once)
     models = ["customer_totals", "by_region"] if fmt == "parquet" else ["customer_totals"]
     left = [f"{project.schema}.__ivm_keys__{m}" for m in models]

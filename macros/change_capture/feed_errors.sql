@@ -131,7 +131,7 @@
       {%- endif -%}
     {%- endif -%}
   {%- endfor -%}
-  {#- the properties as the DESCRIBE that detected the feed read them at the start of this refresh -#}
+  {#- the properties as this refresh's DESCRIBE of the table read them (the feed's detection, or the read of its columns) -#}
   {%- set props = {} -%}
   {%- if up.get('described_properties') is not none -%}
     {%- for k, v in up.described_properties.items() -%}{%- do props.update({k | lower: v | string}) -%}{%- endfor -%}

@@ -126,9 +126,7 @@
       {{ exceptions.raise_compiler_error("Model '" ~ model.name ~ "': upstream " ~ up.name ~ ' (' ~ r ~
           ') does not exist. Build or load it first.') }}
     {%- endif -%}
-    {%- set described = run_query('describe table extended ' ~ r).rows -%}
-    {%- do up.update({'described_columns': dbt_ivm._ivm_described_columns(described),
-                      'described_properties': dbt_ivm._ivm_table_info(described).properties}) -%}
+    {%- set described = dbt_ivm._ivm_describe_upstream(up) -%}
     {%- if up.feed == 'ivm' -%}
       {%- do dbt_ivm.ivm_resolve_ivm_upstream(up, described) -%}
       {%- continue -%}
@@ -145,6 +143,15 @@
     {%- endif -%}
   {%- endfor -%}
   {{ return(upstreams) }}
+{% endmacro %}
+
+{#- One DESCRIBE TABLE EXTENDED of an upstream's table: its columns and its properties (what
+    a change feed check reads) kept on the upstream. Returns the rows. -#}
+{% macro _ivm_describe_upstream(up) %}
+  {%- set described = run_query('describe table extended ' ~ up.relation).rows -%}
+  {%- do up.update({'described_columns': dbt_ivm._ivm_described_columns(described),
+                    'described_properties': dbt_ivm._ivm_table_info(described).properties}) -%}
+  {{ return(described) }}
 {% endmacro %}
 
 {#- The SHOW TABLE EXTENDED rows of the tables a model's sources read (each source and its

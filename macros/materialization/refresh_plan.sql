@@ -194,6 +194,8 @@
     (the same dict as the entry's columns); none left unread makes it a no-op. -#}
 {% macro _ivm_read_deferred_columns(model, plan, upstream_columns) %}
   {%- for p in plan if p.columns is none -%}
+    {#- described, not only its columns read: a refresh that reads its change feed checks its properties too -#}
+    {%- do dbt_ivm._ivm_describe_upstream(p.up) -%}
     {%- do p.update({'columns': dbt_ivm._ivm_checked_columns(model, p.up)}) -%}
   {%- endfor -%}
   {%- do dbt_ivm._ivm_sign_columns(plan, upstream_columns) -%}
