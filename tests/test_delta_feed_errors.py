@@ -61,6 +61,9 @@ CASES = [
     Case("replaced_schema", "DELTA_CHANGE_DATA_FEED_INCOMPATIBLE_DATA_SCHEMA", "schema of the table changed"),
 ]
 BY_NAME = {c.name: c for c in CASES}
+# upstreams that declare only unique_key: one without its feed from the start, one whose
+# feed is turned off after the first build
+KEY_ONLY = ("key_only_off", "key_only_later")
 
 
 @pytest.fixture(scope="module")
@@ -70,10 +73,17 @@ def project(project_factory) -> IvmProject:
         f"      - {{name: t_{name}, config: {{meta: {{ivm: {{change_feed: delta, unique_key: [id]}}}}}}}}"
         for name in [*(c.name for c in CASES), "same_schema"]
     )
+    # declared by their key alone: found to be change feeds (IVM031 when the feed is off)
+    for name in KEY_ONLY:
+        tables += f"\n      - {{name: t_{name}, config: {{meta: {{ivm: {{unique_key: [id]}}}}}}}}"
     project.write(
         "models/sources.yml",
         f"version: 2\nsources:\n  - name: shop\n    schema: {project.raw}\n    tables:\n{tables}\n",
     )
+    for name in KEY_ONLY:
+        source = f"{{{{ source('shop', 't_{name}') }}}}"
+        sql = f"{{{{ config(materialized='ivm') }}}}\nselect id, v from {source}\n"
+        project.write(f"models/{name}.sql", sql)
     project.write(
         "models/same_schema.sql",
         "{{ config(materialized='ivm', ivm_on_change_feed_error='rebuild') }}\n"
@@ -90,6 +100,12 @@ def project(project_factory) -> IvmProject:
             f"select v, count(*) as n, max(id) as top from {source} group by v\n",
         )
     return project
+
+
+def key_only_state(project: IvmProject) -> tuple[list, int]:
+    """The rows of key_only_later and the number of its refresh log rows."""
+    rows = sorted(project.spark.table(f"{project.schema}.key_only_later").collect())
+    return rows, len(project.refresh_log("key_only_later"))
 
 
 def latest(spark: SparkSession, table: str) -> int:
@@ -244,7 +260,15 @@ def outcomes(project: IvmProject) -> dict[str, Outcome]:
     spark.sql(f"drop table if exists {same}")
     create(spark, same)
     spark.sql(f"insert into {same} values (1, 1), (2, 2), (3, 1)")
-    project.run()
+    for name in KEY_ONLY:
+        t = f"{project.raw}.t_{name}"
+        spark.sql(f"drop table if exists {t}")
+        feed = f" tblproperties ({CDF})" if name == "key_only_later" else ""
+        spark.sql(f"create table {t} (id bigint, v int) using delta{feed}")
+        spark.sql(f"insert into {t} values (1, 1), (2, 2)")
+    project.run("--exclude", "key_only_off")
+    later = f"{project.raw}.t_key_only_later"
+    later_before = key_only_state(project)
 
     before = {}
     for c in CASES:
@@ -263,6 +287,8 @@ def outcomes(project: IvmProject) -> dict[str, Outcome]:
         f"create or replace table {same} using delta tblproperties ({CDF}) "
         "as select * from values (1L, 1), (4L, 2), (5L, 3) as s(id, v)"
     )
+    spark.sql(f"alter table {later} set tblproperties ('delta.enableChangeDataFeed' = 'false')")
+    spark.sql(f"insert into {later} values (3, 1)")
     failures = project.run_failures()
     result = {
         c.name: Outcome(
@@ -276,6 +302,14 @@ def outcomes(project: IvmProject) -> dict[str, Outcome]:
     }
     same_failures = {m: e for m, e in failures.items() if m == "same_schema"}
     result["same_schema"] = Outcome(0, None, same_failures, ([], []), (0, 0))
+    later_after = key_only_state(project)
+    result["key_only"] = Outcome(
+        0,
+        None,
+        {m: e for m, e in failures.items() if m in KEY_ONLY},
+        (later_before[0], later_after[0]),
+        (later_before[1], later_after[1]),
+    )
     return result
 
 
@@ -312,3 +346,27 @@ def test_replaced_with_the_same_schema_is_read_incrementally(
     last = project.last_refresh("same_schema")
     assert last["path"] == "incremental", last
     project.assert_consistent(["same_schema"], "after the upstream was replaced with the same schema")
+
+
+def test_a_key_alone_fails_on_a_delta_table_without_its_feed(
+    project: IvmProject, outcomes: dict[str, Outcome]
+) -> None:
+    """An upstream declared by its key alone that the listing shows to be a Delta table is
+    described only when a refresh needs it (never by a no-op), and then fails with IVM031 at
+    its first read when its change feed is off: at the first build, or after the feed was
+    turned off (nothing changed then)."""
+    outcome = outcomes["key_only"]
+    assert set(outcome.failures) == set(KEY_ONLY), outcome.failures
+    for name in KEY_ONLY:
+        message = outcome.failures[name]
+        for fragment in (
+            "IVM031",
+            f"upstream shop.t_{name} at line 2, column",
+            "declares only unique_key, which is enough for a Delta table with change data feed, but it is "
+            "a Delta table without delta.enableChangeDataFeed=true",
+            "SET TBLPROPERTIES ('delta.enableChangeDataFeed' = 'true')",
+        ):
+            assert fragment in message, message
+    assert not project.spark.catalog.tableExists(f"{project.schema}.key_only_off")
+    assert outcome.content[1] == outcome.content[0]
+    assert outcome.log_rows[1] == outcome.log_rows[0]

@@ -113,18 +113,27 @@
 {#- Upstreams that declare only a row key (feed 'detect') are read through Delta's change
     data feed: check, with one DESCRIBE each, that they are Delta tables with
     delta.enableChangeDataFeed=true. A detected upstream becomes feed 'delta'; any other
-    gets IVM031 saying what it is and what to declare. Returns the upstreams. -#}
-{% macro ivm_detect_change_feeds(model, upstreams) %}
-  {{ return(adapter.dispatch('ivm_detect_change_feeds', 'dbt_ivm')(model, upstreams)) }}
+    gets IVM031 saying what it is and what to declare. With defer, a table the listing of
+    the model's sources shows to be a Delta table becomes feed 'delta' unverified, without
+    a DESCRIBE: the refresh describes it once its version moved or it writes anyway, and
+    raises IVM031 then if its feed is off (_ivm_check_detected_feed); a no-op needs
+    neither, as turning the feed off is a commit. Returns the upstreams. -#}
+{% macro ivm_detect_change_feeds(model, upstreams, defer=false) %}
+  {{ return(adapter.dispatch('ivm_detect_change_feeds', 'dbt_ivm')(model, upstreams, defer)) }}
 {% endmacro %}
 
-{% macro default__ivm_detect_change_feeds(model, upstreams) %}
+{% macro default__ivm_detect_change_feeds(model, upstreams, defer=false) %}
   {%- do dbt_ivm._ivm_list_sources(upstreams) -%}
   {%- for up in upstreams if up.feed in ('detect', 'ivm') -%}
     {%- set r = up.relation -%}
-    {%- if dbt_ivm._ivm_listed(up, r) is none -%}
+    {%- set listed = dbt_ivm._ivm_listed(up, r) -%}
+    {%- if listed is none -%}
       {{ exceptions.raise_compiler_error("Model '" ~ model.name ~ "': upstream " ~ up.name ~ ' (' ~ r ~
           ') does not exist. Build or load it first.') }}
+    {%- endif -%}
+    {%- if defer and up.feed == 'detect' and 'Provider: delta' in listed -%}
+      {%- do up.update({'feed': 'delta', 'feed_unverified': true}) -%}
+      {%- continue -%}
     {%- endif -%}
     {%- set described = dbt_ivm._ivm_describe_upstream(up) -%}
     {%- if up.feed == 'ivm' -%}
@@ -136,13 +145,30 @@
       {%- do up.update({'feed': 'delta'}) -%}
     {%- else -%}
       {%- do up.update({'kind': none, 'feed': none, 'change_log': none, 'hidden': [], 'problems': [{'code': 'IVM031',
-          'fix': up.name ~ ' declares only unique_key, which is enough for a Delta table with change data feed, but it is ' ~ found.what
-                 ~ ": turn the feed on (ALTER TABLE " ~ r ~
-                     " SET TBLPROPERTIES ('delta.enableChangeDataFeed' = 'true')) on a Delta table, or declare change_log: "
-                         "<relation>, watermark: <column> or change_feed: diff next to unique_key"}]}) -%}
+          'fix': dbt_ivm._ivm_no_feed_fix(up, found.what)}]}) -%}
     {%- endif -%}
   {%- endfor -%}
   {{ return(upstreams) }}
+{% endmacro %}
+
+{#- The fix of IVM031 for an upstream that declares only its row key but is `what`. -#}
+{% macro _ivm_no_feed_fix(up, what) %}
+  {{ return(up.name ~ ' declares only unique_key, which is enough for a Delta table with change data feed, but it is ' ~ what
+      ~ ": turn the feed on (ALTER TABLE " ~ up.relation ~ " SET TBLPROPERTIES ('delta.enableChangeDataFeed' = 'true')) on a"
+      ~ " Delta table, or declare change_log: <relation>, watermark: <column> or change_feed: diff next to unique_key") }}
+{% endmacro %}
+
+{#- The deferred check of an upstream ivm_detect_change_feeds found to be a Delta table by
+    its listing (feed_unverified), from the rows of its DESCRIBE: IVM031 at its first read
+    in the model (plan entry p, p.read_at) when its change feed is off, as the detection would
+    have failed before. -#}
+{% macro _ivm_check_detected_feed(model, p, described) %}
+  {%- set found = dbt_ivm._ivm_delta_change_feed_status(described) -%}
+  {%- if not found.ok -%}
+    {{ exceptions.raise_compiler_error(dbt_ivm._ivm_format_issues(model.name, [{'code': 'IVM031', 'construct': 'upstream ' ~ p.up.name,
+        'position': dbt_ivm._ivm_position(p.read_at.tk, p.read_at.s), 'fix': dbt_ivm._ivm_no_feed_fix(p.up, found.what)}])) }}
+  {%- endif -%}
+  {%- do p.up.update({'feed_unverified': false}) -%}
 {% endmacro %}
 
 {#- One DESCRIBE TABLE EXTENDED of an upstream's table: its columns and its properties (what

@@ -10,7 +10,8 @@
   {#- validate: settings, upstream declarations, the SQL -#}
   {%- set settings = dbt_ivm._ivm_model_settings(model) -%}
   {%- do dbt_ivm._ivm_check_grants(model) -%}
-  {%- set upstreams = dbt_ivm.ivm_detect_change_feeds(model, dbt_ivm.ivm_upstreams(model)) -%}
+  {#- a model rebuilt when it cannot be maintained finds the feeds before its analysis -#}
+  {%- set upstreams = dbt_ivm.ivm_detect_change_feeds(model, dbt_ivm.ivm_upstreams(model), settings.on_unsupported != 'full_rebuild') -%}
   {%- set analysis = dbt_ivm.ivm_analyze(sql, upstreams, settings.unique_key) -%}
   {%- if analysis.issues and settings.on_unsupported != 'full_rebuild' -%}
     {{ exceptions.raise_compiler_error(dbt_ivm._ivm_format_issues(model.name, analysis.issues)) }}

@@ -2,7 +2,7 @@
     why, decided in one place from the refresh log, the upstream versions and the model. -#}
 
 {#- What a refresh of a maintainable model works with: {plan (per upstream read: index, up,
-    columns), template, spec (aggregates; none for joins), definition_hash,
+    columns, read_at: where the SQL first reads it), template, spec (aggregates; none for joins), definition_hash,
     upstream_columns}. Records the row key and the upstream columns in entry. The columns
     of a Delta upstream read through its change feed stay none until the refresh needs
     them (see _ivm_columns_deferred). -#}
@@ -14,7 +14,9 @@
     {%- set up = upstreams[i] -%}
     {%- do hidden.update({i: up.hidden}) -%}
     {%- set deferred = dbt_ivm._ivm_columns_deferred(up) -%}
-    {%- do plan.append({'index': i, 'up': up, 'columns': none if deferred else dbt_ivm._ivm_checked_columns(model, up)}) -%}
+    {%- set first = analysis.parsed.rels | selectattr('upstream', 'equalto', i) | first -%}
+    {%- do plan.append({'index': i, 'up': up, 'columns': none if deferred else dbt_ivm._ivm_checked_columns(model, up),
+                        'read_at': {'tk': analysis.parsed.tk, 's': first.s}}) -%}
   {%- endfor -%}
   {#- the row key recorded on the table for ivm models that read it (none: its rows have no identity) -#}
   {%- set row_key = [] -%}
@@ -195,7 +197,8 @@
 {% macro _ivm_read_deferred_columns(model, plan, upstream_columns) %}
   {%- for p in plan if p.columns is none -%}
     {#- described, not only its columns read: a refresh that reads its change feed checks its properties too -#}
-    {%- do dbt_ivm._ivm_describe_upstream(p.up) -%}
+    {%- set described = dbt_ivm._ivm_describe_upstream(p.up) -%}
+    {%- if p.up.get('feed_unverified') -%}{%- do dbt_ivm._ivm_check_detected_feed(model, p, described) -%}{%- endif -%}
     {%- do p.update({'columns': dbt_ivm._ivm_checked_columns(model, p.up)}) -%}
   {%- endfor -%}
   {%- do dbt_ivm._ivm_sign_columns(plan, upstream_columns) -%}
