@@ -160,13 +160,13 @@
 
 {#- The deferred check of an upstream ivm_detect_change_feeds found to be a Delta table by
     its listing (feed_unverified), from the rows of its DESCRIBE: IVM031 at its first read
-    in the model (plan entry p, p.read_at) when its change feed is off, as the detection would
+    in the model (plan entry p, p.read_at in the model's tokens) when its change feed is off, as the detection would
     have failed before. -#}
-{% macro _ivm_check_detected_feed(model, p, described) %}
+{% macro _ivm_check_detected_feed(model, p, described, tokens) %}
   {%- set found = dbt_ivm._ivm_delta_change_feed_status(described) -%}
   {%- if not found.ok -%}
     {{ exceptions.raise_compiler_error(dbt_ivm._ivm_format_issues(model.name, [{'code': 'IVM031', 'construct': 'upstream ' ~ p.up.name,
-        'position': dbt_ivm._ivm_position(p.read_at.tk, p.read_at.s), 'fix': dbt_ivm._ivm_no_feed_fix(p.up, found.what)}])) }}
+        'position': dbt_ivm._ivm_position(tokens, p.read_at), 'fix': dbt_ivm._ivm_no_feed_fix(p.up, found.what)}])) }}
   {%- endif -%}
   {%- do p.up.update({'feed_unverified': false}) -%}
 {% endmacro %}

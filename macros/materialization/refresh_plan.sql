@@ -2,7 +2,7 @@
     why, decided in one place from the refresh log, the upstream versions and the model. -#}
 
 {#- What a refresh of a maintainable model works with: {plan (per upstream read: index, up,
-    columns, read_at: where the SQL first reads it), template, spec (aggregates; none for joins), definition_hash,
+    columns, read_at: the token where the SQL first reads it), template, spec (aggregates; none for joins), definition_hash,
     upstream_columns}. Records the row key and the upstream columns in entry. The columns
     of a Delta upstream read through its change feed stay none until the refresh needs
     them (see _ivm_columns_deferred). -#}
@@ -16,7 +16,7 @@
     {%- set deferred = dbt_ivm._ivm_columns_deferred(up) -%}
     {%- set first = analysis.parsed.rels | selectattr('upstream', 'equalto', i) | first -%}
     {%- do plan.append({'index': i, 'up': up, 'columns': none if deferred else dbt_ivm._ivm_checked_columns(model, up),
-                        'read_at': {'tk': analysis.parsed.tk, 's': first.s}}) -%}
+                        'read_at': first.s}) -%}
   {%- endfor -%}
   {#- the row key recorded on the table for ivm models that read it (none: its rows have no identity) -#}
   {%- set row_key = [] -%}
@@ -176,11 +176,11 @@
     {%- for p in plan if versions_to[p.up.name] != state.last_success.versions.get(p.up.name) -%}{%- do moved.append(p.up.name) -%}{%- endfor -%}
     {%- set quiet = not moved and state.repair is none and not interrupted and upstream_reason is none -%}
     {#- a refresh that writes needs every upstream's columns, and their drift -#}
-    {%- if not quiet -%}{%- do dbt_ivm._ivm_read_deferred_columns(model, plan, upstream_columns) -%}{%- endif -%}
+    {%- if not quiet -%}{%- do dbt_ivm._ivm_read_deferred_columns(model, plan, upstream_columns, tokens) -%}{%- endif -%}
     {%- set drift_reason = dbt_ivm._ivm_schema_drift_reason(model.name, tokens, state.last_success.get('columns') or {}, upstream_columns) -%}
     {%- do position.update({'upstream_reason': upstream_reason, 'drift_reason': drift_reason, 'unchanged': quiet and drift_reason is none}) -%}
   {%- endif -%}
-  {%- if not position.unchanged -%}{%- do dbt_ivm._ivm_read_deferred_columns(model, plan, upstream_columns) -%}{%- endif -%}
+  {%- if not position.unchanged -%}{%- do dbt_ivm._ivm_read_deferred_columns(model, plan, upstream_columns, tokens) -%}{%- endif -%}
   {{ return(position) }}
 {% endmacro %}
 
@@ -194,11 +194,11 @@
 
 {#- Read the columns _ivm_columns_deferred left unread into the plan and upstream_columns
     (the same dict as the entry's columns); none left unread makes it a no-op. -#}
-{% macro _ivm_read_deferred_columns(model, plan, upstream_columns) %}
+{% macro _ivm_read_deferred_columns(model, plan, upstream_columns, tokens) %}
   {%- for p in plan if p.columns is none -%}
     {#- described, not only its columns read: a refresh that reads its change feed checks its properties too -#}
     {%- set described = dbt_ivm._ivm_describe_upstream(p.up) -%}
-    {%- if p.up.get('feed_unverified') -%}{%- do dbt_ivm._ivm_check_detected_feed(model, p, described) -%}{%- endif -%}
+    {%- if p.up.get('feed_unverified') -%}{%- do dbt_ivm._ivm_check_detected_feed(model, p, described, tokens) -%}{%- endif -%}
     {%- do p.update({'columns': dbt_ivm._ivm_checked_columns(model, p.up)}) -%}
   {%- endfor -%}
   {%- do dbt_ivm._ivm_sign_columns(plan, upstream_columns) -%}
