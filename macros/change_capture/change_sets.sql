@@ -272,3 +272,110 @@ where ({{ problem }}) is not null or ((not f.__ivm_is_new or l.__ivm_is_new)
   {%- endfor -%}
   {{ return(none) }}
 {% endmacro %}
+
+{#- A small change set is read once: the change counts fetch its rows as text (at most
+    _ivm_row_list_max() of them, of a Delta change feed whose commits tell they are few) and
+    the refresh then reads them as literal rows instead of reading the change data again in
+    every statement that uses it (Delta then needs no copy of a MERGE's source either). Only for columns whose
+    text form casts back to the same value: integers, decimals, dates, strings, booleans,
+    and timestamps (as microseconds since the epoch, which no time zone shifts). -#}
+{% macro _ivm_row_list_max() %}
+  {{ return(100) }}
+{% endmacro %}
+
+{#- The kind of text form a column of type dtype has (see above), or none. -#}
+{% macro _ivm_row_text_kind(dtype) %}
+  {%- set t = (dtype or '') | lower | trim -%}
+  {%- if t in ('boolean', 'timestamp') -%}{{ return(t) }}{%- endif -%}
+  {{ return(dbt_ivm._ivm_range_kind(t)) }}
+{% endmacro %}
+
+{#- The columns of p's change set whose rows can be listed: p.columns when every one has a
+    text form, else none. -#}
+{% macro _ivm_listable_row_columns(p) %}
+  {%- for c in p.columns if not dbt_ivm._ivm_row_text_kind(c.data_type) -%}{{ return(none) }}{%- endfor -%}
+  {{ return(p.columns) }}
+{% endmacro %}
+
+{% macro _ivm_row_text_sql(expr, dtype) %}
+  {{ return('cast(' ~ ('unix_micros(' ~ expr ~ ')' if dbt_ivm._ivm_row_text_kind(dtype) == 'timestamp' else expr) ~ ' as string)') }}
+{% endmacro %}
+
+{% macro _ivm_row_literal(text, dtype) %}
+  {%- if text is none -%}{{ return('cast(null as ' ~ dtype ~ ')') }}{%- endif -%}
+  {%- if dbt_ivm._ivm_row_text_kind(dtype) == 'timestamp' -%}
+    {{ return('timestamp_micros(' ~ (text | int) ~ ')') }}
+  {%- endif -%}
+  {{ return('cast(' ~ dbt_ivm._ivm_string_literal(text) ~ ' as ' ~ dtype ~ ')') }}
+{% endmacro %}
+
+{#- A bound on p's netted change rows, known for a Delta change feed whose commits after the
+    stored version are all among those the version read kept (up.recent_commits) and tell
+    their rows (_ivm_delta_commit_rows); else none. -#}
+{% macro _ivm_change_rows_bound(p) %}
+  {%- set commits = p.up.get('recent_commits') or {} -%}
+  {%- if p.up.get('feed') != 'delta' or p['from'] is none or p.to is none -%}{{ return(none) }}{%- endif -%}
+  {%- set n = namespace(rows=0) -%}
+  {%- for v in range((p['from'] | int) + 1, (p.to | int) + 1) -%}
+    {%- set rows = commits[v].rows if v in commits else none -%}
+    {%- if rows is none -%}{{ return(none) }}{%- endif -%}
+    {%- set n.rows = n.rows + rows -%}
+  {%- endfor -%}
+  {{ return(n.rows) }}
+{% endmacro %}
+
+{#- SQL the change counts read p's change set with: a JSON array of its rows as text (the
+    columns, with_before the old image's, then __ivm_old and __ivm_new), at most
+    _ivm_row_list_max() + 1 of them; a NULL string when they cannot be listed or are not
+    known to be few (_ivm_change_rows_bound): the listing reads the change set once more. -#}
+{% macro _ivm_changed_rows_sql(p, with_before) %}
+  {%- set columns = dbt_ivm._ivm_listable_row_columns(p) -%}
+  {%- set bound = dbt_ivm._ivm_change_rows_bound(p) -%}
+  {%- if columns is none or bound is none or bound > dbt_ivm._ivm_row_list_max() -%}{{ return('cast(null as string)') }}{%- endif -%}
+  {%- set texts = [] -%}
+  {%- for c in columns -%}{%- do texts.append(dbt_ivm._ivm_row_text_sql(dbt_ivm._ivm_quote(c.name), c.data_type)) -%}{%- endfor -%}
+  {%- for c in columns if with_before -%}
+    {%- do texts.append(dbt_ivm._ivm_row_text_sql('__ivm_before.' ~ dbt_ivm._ivm_quote(c.name), c.data_type)) -%}
+  {%- endfor -%}
+  {%- do texts.append('cast(__ivm_old as string)') -%}
+  {%- do texts.append('cast(__ivm_new as string)') -%}
+  {{ return('(select to_json(collect_list(array(' ~ texts | join(', ') ~ '))) from (select * from ' ~ p.change_view
+      ~ ' __ivm_r limit ' ~ (dbt_ivm._ivm_row_list_max() + 1) ~ ') __ivm_r)') }}
+{% endmacro %}
+
+{#- p's change set as literal rows, from the counted text (see _ivm_changed_rows_sql), with
+    the columns of ivm_netted_changes_sql; none when it was not listed or has more rows than
+    _ivm_row_list_max(). -#}
+{% macro _ivm_listed_change_view(text, p, with_before) %}
+  {%- set listed = fromjson(text) if text is not none else none -%}
+  {%- if listed is none or listed | length > dbt_ivm._ivm_row_list_max() -%}{{ return(none) }}{%- endif -%}
+  {%- set columns = dbt_ivm._ivm_listable_row_columns(p) -%}
+  {%- set names, out, before = [], [], [] -%}
+  {%- for c in columns -%}
+    {%- do names.append('__ivm_v' ~ loop.index0) -%}
+    {%- do out.append('__ivm_v' ~ loop.index0 ~ ' as ' ~ dbt_ivm._ivm_quote(c.name)) -%}
+  {%- endfor -%}
+  {%- for c in columns if with_before -%}
+    {%- do names.append('__ivm_b' ~ loop.index0) -%}
+    {%- do before.append(dbt_ivm._ivm_string_literal(c.name) ~ ', __ivm_b' ~ loop.index0) -%}
+  {%- endfor -%}
+  {%- if with_before -%}
+    {%- do out.append('case when __ivm_old then named_struct(' ~ before | join(', ') ~ ') end as __ivm_before') -%}
+  {%- endif -%}
+  {%- do out.append('__ivm_old') -%}
+  {%- do out.append('__ivm_new') -%}
+  {%- do out.append('cast(null as string) as __ivm_problem') -%}
+  {%- set types = columns | map(attribute='data_type') | list -%}
+  {%- set types = types + (types if with_before else []) + ['boolean', 'boolean'] -%}
+  {%- set rows = [] -%}
+  {%- for r in listed -%}
+    {%- set literals = [] -%}
+    {%- for v in r -%}{%- do literals.append(dbt_ivm._ivm_row_literal(v, types[loop.index0])) -%}{%- endfor -%}
+    {%- do rows.append('(' ~ literals | join(', ') ~ ')') -%}
+  {%- endfor -%}
+  {#- no rows: one row of NULLs that the WHERE drops (VALUES needs a row) -#}
+  {%- set empty = [] -%}
+  {%- for t in types if not rows -%}{%- do empty.append(dbt_ivm._ivm_row_literal(none, t)) -%}{%- endfor -%}
+  {{ return('(select ' ~ out | join(', ') ~ ' from values ' ~ (rows or ['(' ~ empty | join(', ') ~ ')']) | join(', ') ~ ' as __ivm_l('
+      ~ (names + ['__ivm_old', '__ivm_new']) | join(', ') ~ ')' ~ ('' if rows else ' where false') ~ ')') }}
+{% endmacro %}

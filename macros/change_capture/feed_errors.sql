@@ -246,7 +246,7 @@
   {{ return(none) }}
 {% endmacro %}
 
-{#- The commits of a Delta table, {version: {'ts', 'op', 'params'}}, from one DESCRIBE HISTORY
+{#- The commits of a Delta table, {version: {'ts', 'op', 'params', 'rows'}}, from one DESCRIBE HISTORY
     (it cannot be a subquery: its columns are picked by name): the latest `limit` of them,
     or all with limit none. -#}
 {% macro _ivm_delta_commits(relation, limit) %}
@@ -255,10 +255,40 @@
   {%- set commits = {} -%}
   {%- for row in history.rows -%}
     {%- set params = row[names.index('operationparameters')] -%}
-    {%- do commits.update({row[names.index('version')] | int: {'ts': row[names.index('timestamp')], 'op': row[names.index('operation')] | string,
-        'params': params if params is mapping else {'text': params | string}}}) -%}
+    {%- set op = row[names.index('operation')] | string -%}
+    {%- do commits.update({row[names.index('version')] | int: {'ts': row[names.index('timestamp')], 'op': op,
+        'params': params if params is mapping else {'text': params | string},
+        'rows': dbt_ivm._ivm_delta_commit_rows(op, params, row[names.index('operationmetrics')])}}) -%}
   {%- endfor -%}
   {{ return(commits) }}
+{% endmacro %}
+
+{#- A bound on the change rows a Delta commit adds to the change data feed, from its metrics
+    (the rows an append wrote, a MERGE inserted, updated and deleted, an UPDATE updated, a
+    DELETE deleted; none for other operations, and 0 for those that change no data): what
+    decides whether a change set is small enough to list (_ivm_changed_rows_sql). -#}
+{% macro _ivm_delta_commit_rows(op, params, metrics) %}
+  {%- if op in ('OPTIMIZE', 'SET TBLPROPERTIES', 'UNSET TBLPROPERTIES') -%}{{ return(0) }}{%- endif -%}
+  {%- set params = dbt_ivm._ivm_as_mapping(params) -%}
+  {%- set metrics = dbt_ivm._ivm_as_mapping(metrics) -%}
+  {%- set counted = {'WRITE': ['numOutputRows'], 'MERGE': ['numTargetRowsInserted', 'numTargetRowsUpdated', 'numTargetRowsDeleted'],
+                     'UPDATE': ['numUpdatedRows'], 'DELETE': ['numDeletedRows']}.get(op) -%}
+  {#- an overwrite also deletes every row the table had -#}
+  {%- if counted is none or (op == 'WRITE' and params.get('mode') != 'Append') -%}{{ return(none) }}{%- endif -%}
+  {%- set n = namespace(rows=0) -%}
+  {%- for name in counted -%}
+    {%- if metrics.get(name) is none -%}{{ return(none) }}{%- endif -%}
+    {%- set n.rows = n.rows + (metrics[name] | int) -%}
+  {%- endfor -%}
+  {{ return(n.rows) }}
+{% endmacro %}
+
+{#- A map column's value as a mapping: dbt's result tables hold maps as JSON text; {} when it
+    is neither. -#}
+{% macro _ivm_as_mapping(value) %}
+  {%- if value is mapping -%}{{ return(value) }}{%- endif -%}
+  {%- set parsed = fromjson(value | string, none) if value is string else none -%}
+  {{ return(parsed if parsed is mapping else {}) }}
 {% endmacro %}
 
 {#- Whether the commits of versions after..latest (a limited DESCRIBE HISTORY) are enough for

@@ -248,13 +248,14 @@
           ~ dbt_ivm._ivm_key_ranges_sql(p.ranged, '__ivm_new', with_before) ~ ', \'keys\', '
           ~ dbt_ivm._ivm_key_sets_sql(own, p.change_view ~ ' __ivm_s', 'true', '__ivm_new', with_before)
           ~ ', \'ids\', ' ~ (dbt_ivm._ivm_changed_ids_sql(p) if spec is none or p.by_ids else 'cast(null as string)')
+          ~ ', \'rows_listed\', ' ~ dbt_ivm._ivm_changed_rows_sql(p, with_before)
           ~ ') from ' ~ p.change_view ~ ' __ivm_c)') -%}
     {%- elif p.changed -%}
       {#- the same struct type as a change log's counter: array() needs one element type -#}
       {%- do counters.append('(select named_struct(\'rows\', count(*), \'old\', 0L, \'new\', count(*), '
           ~ '\'problem\', cast(null as string), \'problems\', 0L, \'ranges\', ' ~ dbt_ivm._ivm_key_ranges_sql(p.ranged, 'true', false)
           ~ ', \'keys\', ' ~ dbt_ivm._ivm_key_sets_sql(p.ranged, p.up.relation ~ ' __ivm_s', dbt_ivm._ivm_watermark_window(p), 'true', false)
-          ~ ', \'ids\', cast(null as string)'
+          ~ ', \'ids\', cast(null as string), \'rows_listed\', cast(null as string)'
           ~ ') from ' ~ p.up.relation ~ ' where ' ~ dbt_ivm._ivm_watermark_window(p) ~ ')') -%}
     {%- endif -%}
   {%- endfor -%}
@@ -305,6 +306,9 @@
       {%- do p.update({'has_new': c.new > 0, 'old': c.old, 'broadcast': c.rows <= dbt_ivm._ivm_broadcast_rows(),
                        'ids': dbt_ivm._ivm_changed_id_literals(c.get('ids'), p)}) -%}
       {%- do p.update({'ranges': dbt_ivm._ivm_key_range_literals(c.ranges, p.ranged, c.get('keys') or {}, p)}) -%}
+      {#- a small change set is read from here on as the literal rows the count fetched -#}
+      {%- set listed = dbt_ivm._ivm_listed_change_view(c.get('rows_listed'), p, spec is not none) -%}
+      {%- if listed is not none -%}{%- do p.update({'change_view': listed}) -%}{%- endif -%}
       {%- do change_rows.update({p.up.name: c.rows}) -%}
       {%- set nv.rows = nv.rows + c.rows -%}
       {%- set nv.old = nv.old + c.old -%}

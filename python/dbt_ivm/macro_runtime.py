@@ -55,6 +55,14 @@ def _raise_compiler_error(message: str, node: Any = None) -> None:
     raise MacroError(str(message))
 
 
+def _fromjson(text: str, default: Any = None) -> Any:
+    """dbt's fromjson: the default for text that is not JSON."""
+    try:
+        return json.loads(text)
+    except ValueError:
+        return default
+
+
 def _no_warehouse(name: str) -> Callable[..., Any]:
     def fail(*args: Any, **kwargs: Any) -> Any:
         raise MacroError(f"{name} needs a connection to Spark, which dbt-ivm does not open")
@@ -237,7 +245,7 @@ class Runtime:
             "graph": graph,
             "modules": {"re": re, "datetime": datetime, "itertools": itertools},
             "tojson": lambda value, sort_keys=False: json.dumps(value, sort_keys=sort_keys),
-            "fromjson": json.loads,
+            "fromjson": _fromjson,
             "log": lambda message, info=False: "",
             "zip": zip,
             "execute": False,

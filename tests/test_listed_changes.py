@@ -1,0 +1,198 @@
+"""A small change set is read once (macros/change_capture/change_sets.sql): for a Delta change
+feed whose commits tell its change is small, the change count fetches the netted rows as
+text and the refresh reads them as literal rows from then on. Values of every listed type,
+NULLs and awkward text come back exactly (the tables equal their definitions); an upstream
+with a column that has no exact text form (a double), a change above the limit and a
+parquet change log are read from their change data as before."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import date, datetime
+from decimal import Decimal
+from typing import Any
+
+import pytest
+
+from dbt_ivm.changelog import ChangeLoggedTable, DeltaFeedTable, Op, sql_literal
+from tests.manifests import package_runtime
+from tests.support import IvmProject, sources_yaml
+
+EVENTS = "id bigint, at timestamp, day date, ok boolean, amount decimal(12,3), note string"
+EVENTS_NAMES = ("id", "at", "day", "ok", "amount", "note")
+TAGS = "tag_id bigint, event_id bigint, weight double"
+
+MODELS = {
+    "events_copy": "select id, at, day, ok, amount, note from {{ source('shop', 'events') }} where id < 1000",
+    "events_tagged": """\
+        select e.id, e.at, e.note, t.tag_id, t.weight
+        from {{ source('shop', 'events') }} e join {{ source('shop', 'tags') }} t on t.event_id = e.id""",
+    # min/max: the affected groups are recomputed after deletes; the old images are read too
+    "by_day": """\
+        select day, ok, count(*) as n, sum(amount) as total, min(at) as first_at, max(note) as last_note
+        from {{ source('shop', 'events') }} group by day, ok""",
+}
+
+# awkward values of each listed type: NULLs, quotes, backslashes, non-ASCII text, a line
+# break, instants before 1970 and with microseconds, the first and last dates, negatives
+ODD = [
+    {
+        "id": 1,
+        "at": datetime(1969, 12, 31, 23, 59, 59, 999999),
+        "day": date(1, 1, 1),
+        "ok": True,
+        "amount": Decimal("-123456789.125"),
+        "note": "it's a \\ back'slash",
+    },
+    {"id": 2, "at": None, "day": None, "ok": None, "amount": None, "note": None},
+    {
+        "id": 3,
+        "at": datetime(2024, 3, 10, 2, 30, 0, 123456),
+        "day": date(9999, 12, 31),
+        "ok": False,
+        "amount": Decimal("0.001"),
+        "note": "naïve ✓ line\nbreak",
+    },
+]
+
+
+def row(i: int, **values: Any) -> dict[str, Any]:
+    base = {
+        "id": i,
+        "at": datetime(2024, 1, 1, 12, 0, i % 60),
+        "day": date(2024, 1, 1 + i % 3),
+        "ok": i % 2 == 0,
+        "amount": Decimal(i) / 8,
+        "note": f"n{i}",
+    }
+    return {**base, **values}
+
+
+@pytest.fixture(scope="module", params=["parquet", "delta"])
+def shop(request: pytest.FixtureRequest, project_factory) -> Iterator[tuple[IvmProject, Any, Any, str]]:
+    fmt = request.param
+    if fmt == "delta":
+        request.getfixturevalue("delta")
+    project = project_factory(f"listed_{fmt}")
+    events_rows = [row(i) for i in range(10, 20)]
+    tags_rows = [{"tag_id": i, "event_id": 10 + i % 10, "weight": i / 3} for i in range(15)]
+    events: ChangeLoggedTable | DeltaFeedTable
+    tags: ChangeLoggedTable | DeltaFeedTable
+    if fmt == "delta":
+        events = DeltaFeedTable(project.spark, f"{project.raw}.events", ["id"])
+        events.create(EVENTS, events_rows)
+        tags = DeltaFeedTable(project.spark, f"{project.raw}.tags", ["tag_id"])
+        tags.create(TAGS, tags_rows)
+        declared = {
+            "events": "unique_key: [id], change_feed: delta",
+            "tags": "unique_key: [tag_id], change_feed: delta",
+        }
+    else:
+        project.create_table("events", EVENTS, events_rows)
+        project.create_table("tags", TAGS, tags_rows)
+        events = project.logged_table("events", ["id"])
+        tags = project.logged_table("tags", ["tag_id"])
+        declared = {
+            "events": "unique_key: [id], change_log: events_changes",
+            "tags": "unique_key: [tag_id], change_log: tags_changes",
+        }
+    project.write("models/sources.yml", sources_yaml(project.raw, declared))
+    for name, sql in MODELS.items():
+        project.write(
+            f"models/{name}.sql", f"{{{{ config(materialized='ivm', file_format='{fmt}') }}}}\n{sql}\n"
+        )
+    project.run()
+    yield project, events, tags, fmt
+
+
+def change_reads(project: IvmProject, fmt: str, table: str) -> str:
+    """How a statement reads `table`'s change data."""
+    return f"table_changes('{project.raw}.{table}'" if fmt == "delta" else f"{project.raw}.{table}_changes"
+
+
+def writes(sent: list[str]) -> list[str]:
+    """The statements that write the model's table or scratch (not its refresh log rows,
+    which on parquet read the change logs' latest versions)."""
+    return [
+        s
+        for s in sent
+        if s.split(" ", 1)[0] in ("merge", "insert", "create") and "__ivm_refresh_log " not in s[:200]
+    ]
+
+
+def test_listed_values_come_back_exactly(shop) -> None:
+    """Odd values inserted, updated to and deleted from: every model equals its definition.
+    On Delta only the change count reads the change data of events (listable), while the
+    writes after it still read that of tags (a double column); on parquet, whose change
+    logs tell nothing of their size up front, the writes read both."""
+    project, events, tags, fmt = shop
+    events.apply([Op("insert", r) for r in ODD])
+    events.apply(
+        [
+            Op("update", row(10, **{k: v for k, v in ODD[0].items() if k != "id"})),
+            Op("update", row(11, **{k: v for k, v in ODD[1].items() if k != "id"})),
+            Op("delete", {"id": 12}),
+        ]
+    )
+    tags.apply(
+        [
+            Op("update", {"tag_id": 1, "event_id": 3, "weight": 0.1}),
+            Op("insert", {"tag_id": 99, "event_id": 1, "weight": -0.0}),
+        ]
+    )
+    sent = project.statements()
+    for model in MODELS:
+        assert project.last_path(model) == "incremental", project.last_refresh(model)
+        assert writes(sent[model]), model
+        rereads = [s for s in writes(sent[model]) if change_reads(project, fmt, "events") in s]
+        assert bool(rereads) == (fmt == "parquet"), model
+    assert [s for s in writes(sent["events_tagged"]) if change_reads(project, fmt, "tags") in s]
+    project.assert_consistent(list(MODELS), "after odd values were inserted, updated to and deleted")
+
+    # the odd rows updated again and deleted: their old images are read back from the literals
+    events.apply(
+        [Op("update", {**ODD[2], "id": 1}), Op("update", row(3, note=None, at=None)), Op("delete", {"id": 2})]
+    )
+    project.run()
+    for model in MODELS:
+        assert project.last_path(model) == "incremental", project.last_refresh(model)
+    project.assert_consistent(list(MODELS), "after the odd rows changed again")
+
+
+def test_a_change_set_above_the_listing_limit_is_read_from_the_change_data(shop) -> None:
+    project, events, _, fmt = shop
+    added = [row(i) for i in range(2000, 2101)]
+    if fmt == "delta":  # one commit
+        values = ", ".join("(" + ", ".join(sql_literal(r[n]) for n in EVENTS_NAMES) + ")" for r in added)
+        project.spark.sql(f"insert into {project.raw}.events values {values}")
+    else:
+        events.apply([Op("insert", r) for r in added])
+    sent = project.statements()
+    assert [s for s in writes(sent["by_day"]) if change_reads(project, fmt, "events") in s]
+    project.assert_consistent(list(MODELS), "after 101 inserted rows")
+
+
+def test_the_bound_on_a_delta_change_comes_from_the_commits_metrics() -> None:
+    """In the macro runtime, no Spark: which commits tell how many change rows they add, and
+    the bound over a change window, none as soon as one commit is missing or silent."""
+    runtime = package_runtime()
+    rows = runtime.macro("_ivm_delta_commit_rows")
+    assert rows("WRITE", {"mode": "Append"}, {"numOutputRows": "7"}) == 7
+    assert rows("WRITE", {"mode": "Overwrite"}, {"numOutputRows": "7"}) is None
+    merged = {"numTargetRowsInserted": "2", "numTargetRowsUpdated": "3", "numTargetRowsDeleted": "1"}
+    assert rows("MERGE", {}, merged) == 6
+    assert rows("UPDATE", {}, {"numUpdatedRows": "4"}) == 4
+    assert rows("DELETE", {}, {"numRemovedFiles": "1"}) is None
+    assert rows("OPTIMIZE", {}, {}) == 0
+    assert rows("RESTORE", {}, {"numRestoredFiles": "3"}) is None
+    # dbt's result tables hold map columns as JSON text
+    assert rows("WRITE", '{"mode": "Append"}', '{"numOutputRows": "7"}') == 7
+    assert rows("UPDATE", {}, "{numUpdatedRows=4}") is None
+
+    bound = runtime.macro("_ivm_change_rows_bound")
+    commits = {4: {"rows": 10}, 5: {"rows": 0}, 6: {"rows": 90}, 7: {"rows": None}}
+    feed = {"feed": "delta", "recent_commits": commits}
+    assert bound({"up": feed, "from": "3", "to": "6"}) == 100
+    assert bound({"up": feed, "from": "2", "to": "6"}) is None
+    assert bound({"up": feed, "from": "5", "to": "7"}) is None
+    assert bound({"up": {**feed, "feed": "ivm"}, "from": "3", "to": "4"}) is None
