@@ -34,7 +34,8 @@ MODELS = {
 }
 
 # awkward values of each listed type: NULLs, quotes, backslashes, non-ASCII text, a line
-# break, instants before 1970 and with microseconds, the first and last dates, negatives
+# break, what Spark would take for variables, instants before 1970 and with microseconds,
+# the first and last dates, negatives
 ODD = [
     {
         "id": 1,
@@ -51,7 +52,7 @@ ODD = [
         "day": date(9999, 12, 31),
         "ok": False,
         "amount": Decimal("0.001"),
-        "note": "naïve ✓ line\nbreak",
+        "note": "naïve ✓ line\nbreak ${env:HOME} ${spark.app.name}",
     },
 ]
 
@@ -148,6 +149,8 @@ def test_listed_values_come_back_exactly(shop) -> None:
         assert bool(rereads) == (fmt == "parquet"), model
     assert [s for s in writes(sent["events_tagged"]) if change_reads(project, fmt, "tags") in s]
     project.assert_consistent(list(MODELS), "after odd values were inserted, updated to and deleted")
+    copied = project.spark.sql(f"select note from {project.schema}.events_copy where id = 3").collect()
+    assert [r.note for r in copied] == [ODD[2]["note"]]
 
     # the odd rows updated again and deleted: their old images are read back from the literals
     events.apply(

@@ -324,14 +324,15 @@ where ({{ problem }}) is not null or ((not f.__ivm_is_new or l.__ivm_is_new)
   {{ return(n.rows) }}
 {% endmacro %}
 
-{#- SQL the change counts read p's change set with: a JSON array of its rows as text (the
-    columns, with_before the old image's, then __ivm_old and __ivm_new), at most
-    _ivm_row_list_max() + 1 of them; a NULL string when they cannot be listed or are not
-    known to be few (_ivm_change_rows_bound): the listing reads the change set once more. -#}
+{#- The aggregate the change counts collect p's change set with, in their own pass over it:
+    a JSON array of its rows as text (the columns, with_before the old image's, then
+    __ivm_old and __ivm_new), NULL above _ivm_row_list_max() rows; none when they cannot be
+    listed or are not known to be few (_ivm_change_rows_bound), which keeps what the
+    aggregate holds small whatever the change. -#}
 {% macro _ivm_changed_rows_sql(p, with_before) %}
   {%- set columns = dbt_ivm._ivm_listable_row_columns(p) -%}
   {%- set bound = dbt_ivm._ivm_change_rows_bound(p) -%}
-  {%- if columns is none or bound is none or bound > dbt_ivm._ivm_row_list_max() -%}{{ return('cast(null as string)') }}{%- endif -%}
+  {%- if columns is none or bound is none or bound > dbt_ivm._ivm_row_list_max() -%}{{ return(none) }}{%- endif -%}
   {%- set texts = [] -%}
   {%- for c in columns -%}{%- do texts.append(dbt_ivm._ivm_row_text_sql(dbt_ivm._ivm_quote(c.name), c.data_type)) -%}{%- endfor -%}
   {%- for c in columns if with_before -%}
@@ -339,19 +340,23 @@ where ({{ problem }}) is not null or ((not f.__ivm_is_new or l.__ivm_is_new)
   {%- endfor -%}
   {%- do texts.append('cast(__ivm_old as string)') -%}
   {%- do texts.append('cast(__ivm_new as string)') -%}
-  {{ return('(select to_json(collect_list(array(' ~ texts | join(', ') ~ '))) from (select * from ' ~ p.change_view
-      ~ ' __ivm_r limit ' ~ (dbt_ivm._ivm_row_list_max() + 1) ~ ') __ivm_r)') }}
+  {{ return('case when count(*) <= ' ~ dbt_ivm._ivm_row_list_max() ~ ' then to_json(collect_list(array(' ~ texts | join(', ') ~ '))) end') }}
 {% endmacro %}
 
-{#- p's change set as literal rows, from the counted text (see _ivm_changed_rows_sql), with
-    the columns of ivm_netted_changes_sql; none when it was not listed or has more rows than
-    _ivm_row_list_max(). -#}
-{% macro _ivm_listed_change_view(text, p, with_before) %}
+{#- p's change set from the counted text (see _ivm_changed_rows_sql), or none when it was not
+    listed: {view: the literal rows, with the columns of ivm_netted_changes_sql; ids and
+    sets: the JSON texts that _ivm_changed_ids_sql and _ivm_key_sets_sql would have read
+    (the changed row keys; per range column not listed by them, its distinct non-NULL
+    values in the new images and, with_before, the old ones)}. -#}
+{% macro _ivm_listed_change(text, p, with_before) %}
   {%- set listed = fromjson(text) if text is not none else none -%}
-  {%- if listed is none or listed | length > dbt_ivm._ivm_row_list_max() -%}{{ return(none) }}{%- endif -%}
+  {%- if listed is none -%}{{ return(none) }}{%- endif -%}
   {%- set columns = dbt_ivm._ivm_listable_row_columns(p) -%}
+  {%- set n = columns | length -%}
+  {%- set at = {} -%}
   {%- set names, out, before = [], [], [] -%}
   {%- for c in columns -%}
+    {%- do at.update({c.name | lower: loop.index0}) -%}
     {%- do names.append('__ivm_v' ~ loop.index0) -%}
     {%- do out.append('__ivm_v' ~ loop.index0 ~ ' as ' ~ dbt_ivm._ivm_quote(c.name)) -%}
   {%- endfor -%}
@@ -367,15 +372,26 @@ where ({{ problem }}) is not null or ((not f.__ivm_is_new or l.__ivm_is_new)
   {%- do out.append('cast(null as string) as __ivm_problem') -%}
   {%- set types = columns | map(attribute='data_type') | list -%}
   {%- set types = types + (types if with_before else []) + ['boolean', 'boolean'] -%}
-  {%- set rows = [] -%}
+  {%- set rows, ids, keys = [], [], {} -%}
+  {%- for col, r in p.ranged.items() if col not in p.by_ids -%}{%- do keys.update({col: []}) -%}{%- endfor -%}
   {%- for r in listed -%}
     {%- set literals = [] -%}
     {%- for v in r -%}{%- do literals.append(dbt_ivm._ivm_row_literal(v, types[loop.index0])) -%}{%- endfor -%}
     {%- do rows.append('(' ~ literals | join(', ') ~ ')') -%}
+    {%- set key = [] -%}
+    {%- for k in p.up.unique_key -%}{%- do key.append(r[at[k | lower]]) -%}{%- endfor -%}
+    {%- do ids.append(key) -%}
+    {%- for col, values in keys.items() -%}
+      {%- set found = [r[at[col]] if r[-1] == 'true' else none] + ([r[n + at[col]]] if with_before else []) -%}
+      {%- for v in found if v is not none and v not in values -%}{%- do values.append(v) -%}{%- endfor -%}
+    {%- endfor -%}
   {%- endfor -%}
+  {%- set encoded = {} -%}
+  {%- for col, values in keys.items() -%}{%- do encoded.update({col: tojson(values)}) -%}{%- endfor -%}
   {#- no rows: one row of NULLs that the WHERE drops (VALUES needs a row) -#}
   {%- set empty = [] -%}
   {%- for t in types if not rows -%}{%- do empty.append(dbt_ivm._ivm_row_literal(none, t)) -%}{%- endfor -%}
-  {{ return('(select ' ~ out | join(', ') ~ ' from values ' ~ (rows or ['(' ~ empty | join(', ') ~ ')']) | join(', ') ~ ' as __ivm_l('
-      ~ (names + ['__ivm_old', '__ivm_new']) | join(', ') ~ ')' ~ ('' if rows else ' where false') ~ ')') }}
+  {{ return({'view': '(select ' ~ out | join(', ') ~ ' from values ' ~ (rows or ['(' ~ empty | join(', ') ~ ')']) | join(', ')
+      ~ ' as __ivm_l(' ~ (names + ['__ivm_old', '__ivm_new']) | join(', ') ~ ')' ~ ('' if rows else ' where false') ~ ')',
+             'ids': tojson(ids), 'sets': encoded}) }}
 {% endmacro %}

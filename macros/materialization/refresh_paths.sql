@@ -243,12 +243,14 @@
       {%- do dbt_ivm._ivm_key_listing(p) -%}
       {%- set own = {} -%}
       {%- for col, r in p.ranged.items() if col not in p.by_ids -%}{%- do own.update({col: r}) -%}{%- endfor -%}
+      {#- a small change's rows, collected in the same pass; its key lists then come from them -#}
+      {%- set rows = dbt_ivm._ivm_changed_rows_sql(p, with_before) -%}
       {%- do counters.append('(select named_struct(\'rows\', count(*), \'old\', count_if(__ivm_old), \'new\', count_if(__ivm_new), '
           ~ '\'problem\', min(__ivm_problem), \'problems\', count(__ivm_problem), \'ranges\', '
           ~ dbt_ivm._ivm_key_ranges_sql(p.ranged, '__ivm_new', with_before) ~ ', \'keys\', '
-          ~ dbt_ivm._ivm_key_sets_sql(own, p.change_view ~ ' __ivm_s', 'true', '__ivm_new', with_before)
-          ~ ', \'ids\', ' ~ (dbt_ivm._ivm_changed_ids_sql(p) if spec is none or p.by_ids else 'cast(null as string)')
-          ~ ', \'rows_listed\', ' ~ dbt_ivm._ivm_changed_rows_sql(p, with_before)
+          ~ dbt_ivm._ivm_key_sets_sql({} if rows else own, p.change_view ~ ' __ivm_s', 'true', '__ivm_new', with_before)
+          ~ ', \'ids\', ' ~ (dbt_ivm._ivm_changed_ids_sql(p) if (spec is none or p.by_ids) and not rows else 'cast(null as string)')
+          ~ ', \'rows_listed\', ' ~ (rows or 'cast(null as string)')
           ~ ') from ' ~ p.change_view ~ ' __ivm_c)') -%}
     {%- elif p.changed -%}
       {#- the same struct type as a change log's counter: array() needs one element type -#}
@@ -303,12 +305,12 @@
             'In ' ~ (p.up.change_log or p.up.relation) ~ ', versions after ' ~ (p['from'] if p['from'] is not none else 'the start')
             ~ ' up to ' ~ p.to ~ ': ' ~ c.problem[7:] ~ more ~ '.')) }}
       {%- endif -%}
-      {%- do p.update({'has_new': c.new > 0, 'old': c.old, 'broadcast': c.rows <= dbt_ivm._ivm_broadcast_rows(),
-                       'ids': dbt_ivm._ivm_changed_id_literals(c.get('ids'), p)}) -%}
-      {%- do p.update({'ranges': dbt_ivm._ivm_key_range_literals(c.ranges, p.ranged, c.get('keys') or {}, p)}) -%}
       {#- a small change set is read from here on as the literal rows the count fetched -#}
-      {%- set listed = dbt_ivm._ivm_listed_change_view(c.get('rows_listed'), p, spec is not none) -%}
-      {%- if listed is not none -%}{%- do p.update({'change_view': listed}) -%}{%- endif -%}
+      {%- set listed = dbt_ivm._ivm_listed_change(c.get('rows_listed'), p, spec is not none) -%}
+      {%- do p.update({'has_new': c.new > 0, 'old': c.old, 'broadcast': c.rows <= dbt_ivm._ivm_broadcast_rows(),
+                       'ids': dbt_ivm._ivm_changed_id_literals(listed.ids if listed and (spec is none or p.by_ids) else c.get('ids'), p)}) -%}
+      {%- do p.update({'ranges': dbt_ivm._ivm_key_range_literals(c.ranges, p.ranged, (listed.sets if listed else c.get('keys')) or {}, p)}) -%}
+      {%- if listed -%}{%- do p.update({'change_view': listed.view}) -%}{%- endif -%}
       {%- do change_rows.update({p.up.name: c.rows}) -%}
       {%- set nv.rows = nv.rows + c.rows -%}
       {%- set nv.old = nv.old + c.old -%}

@@ -251,9 +251,11 @@
       ' partitions) into one', info=true) }}
 {% endmacro %}
 
+{#- A SQL string literal of value. `${` is written `$\{`: Spark substitutes variables such as
+    ${env:HOME} even inside string literals, and reads `\{` back as `{`. -#}
 {% macro _ivm_string_literal(value) %}
   {%- if value is none -%}{{ return('cast(null as string)') }}{%- endif -%}
-  {{ return("'" ~ (value | string).replace('\\', '\\\\').replace("'", "\\'") ~ "'") }}
+  {{ return("'" ~ (value | string).replace('\\', '\\\\').replace("'", "\\'").replace('${', '$\\{') ~ "'") }}
 {% endmacro %}
 
 {% macro _ivm_map_literal(values, value_type) %}

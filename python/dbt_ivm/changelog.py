@@ -129,7 +129,8 @@ def sql_literal(value: Any) -> str:
         return f"TIMESTAMP'{value.isoformat(sep=' ')}'"
     if isinstance(value, date):
         return f"DATE'{value.isoformat()}'"
-    text = str(value).replace("\\", "\\\\").replace("'", "\\'")
+    # Spark substitutes ${...} even inside string literals; it reads \{ back as {
+    text = str(value).replace("\\", "\\\\").replace("'", "\\'").replace("${", "$\\{")
     return f"'{text}'"
 
 
