@@ -301,12 +301,10 @@ where ({{ problem }}) is not null or ((not f.__ivm_is_new or l.__ivm_is_new)
   {{ return('cast(' ~ ('unix_micros(' ~ expr ~ ')' if dbt_ivm._ivm_row_text_kind(dtype) == 'timestamp' else expr) ~ ' as string)') }}
 {% endmacro %}
 
-{% macro _ivm_row_literal(text, dtype) %}
-  {%- if text is none -%}{{ return('cast(null as ' ~ dtype ~ ')') }}{%- endif -%}
-  {%- if dbt_ivm._ivm_row_text_kind(dtype) == 'timestamp' -%}
-    {{ return('timestamp_micros(' ~ (text | int) ~ ')') }}
-  {%- endif -%}
-  {{ return('cast(' ~ dbt_ivm._ivm_string_literal(text) ~ ' as ' ~ dtype ~ ')') }}
+{#- SQL of the value of column type dtype from its text form (expr, a string). -#}
+{% macro _ivm_row_value_sql(expr, dtype) %}
+  {%- if dbt_ivm._ivm_row_text_kind(dtype) == 'timestamp' -%}{{ return('timestamp_micros(cast(' ~ expr ~ ' as bigint))') }}{%- endif -%}
+  {{ return('cast(' ~ expr ~ ' as ' ~ dtype ~ ')') }}
 {% endmacro %}
 
 {#- A bound on p's netted change rows, known for a Delta change feed whose commits after the
@@ -344,54 +342,46 @@ where ({{ problem }}) is not null or ((not f.__ivm_is_new or l.__ivm_is_new)
 {% endmacro %}
 
 {#- p's change set from the counted text (see _ivm_changed_rows_sql), or none when it was not
-    listed: {view: the literal rows, with the columns of ivm_netted_changes_sql; ids and
-    sets: the JSON texts that _ivm_changed_ids_sql and _ivm_key_sets_sql would have read
-    (the changed row keys; per range column not listed by them, its distinct non-NULL
-    values in the new images and, with_before, the old ones)}. -#}
+    listed: {view: its rows read from that text (one string literal, exploded and cast back
+    column by column), with the columns of ivm_netted_changes_sql; ids and sets: the JSON
+    texts that _ivm_changed_ids_sql and _ivm_key_sets_sql would have read (the changed row
+    keys; per range column not listed by them, its distinct non-NULL values in the new
+    images and, with_before, the old ones)}. -#}
 {% macro _ivm_listed_change(text, p, with_before) %}
   {%- set listed = fromjson(text) if text is not none else none -%}
   {%- if listed is none -%}{{ return(none) }}{%- endif -%}
   {%- set columns = dbt_ivm._ivm_listable_row_columns(p) -%}
   {%- set n = columns | length -%}
   {%- set at = {} -%}
-  {%- set names, out, before = [], [], [] -%}
+  {%- set out, before = [], [] -%}
   {%- for c in columns -%}
     {%- do at.update({c.name | lower: loop.index0}) -%}
-    {%- do names.append('__ivm_v' ~ loop.index0) -%}
-    {%- do out.append('__ivm_v' ~ loop.index0 ~ ' as ' ~ dbt_ivm._ivm_quote(c.name)) -%}
+    {%- do out.append(dbt_ivm._ivm_row_value_sql('__ivm_a[' ~ loop.index0 ~ ']', c.data_type) ~ ' as ' ~ dbt_ivm._ivm_quote(c.name)) -%}
   {%- endfor -%}
   {%- for c in columns if with_before -%}
-    {%- do names.append('__ivm_b' ~ loop.index0) -%}
-    {%- do before.append(dbt_ivm._ivm_string_literal(c.name) ~ ', __ivm_b' ~ loop.index0) -%}
+    {%- set old = dbt_ivm._ivm_row_value_sql('__ivm_a[' ~ (n + loop.index0) ~ ']', c.data_type) -%}
+    {%- do before.append(dbt_ivm._ivm_string_literal(c.name) ~ ', ' ~ old) -%}
   {%- endfor -%}
+  {%- set flags = n * (2 if with_before else 1) -%}
   {%- if with_before -%}
-    {%- do out.append('case when __ivm_old then named_struct(' ~ before | join(', ') ~ ') end as __ivm_before') -%}
+    {%- do out.append('case when cast(__ivm_a[' ~ flags ~ '] as boolean) then named_struct(' ~ before | join(', ') ~ ') end as __ivm_before') -%}
   {%- endif -%}
-  {%- do out.append('__ivm_old') -%}
-  {%- do out.append('__ivm_new') -%}
+  {%- do out.append('cast(__ivm_a[' ~ flags ~ '] as boolean) as __ivm_old') -%}
+  {%- do out.append('cast(__ivm_a[' ~ (flags + 1) ~ '] as boolean) as __ivm_new') -%}
   {%- do out.append('cast(null as string) as __ivm_problem') -%}
-  {%- set types = columns | map(attribute='data_type') | list -%}
-  {%- set types = types + (types if with_before else []) + ['boolean', 'boolean'] -%}
-  {%- set rows, ids, keys = [], [], {} -%}
-  {%- for col, r in p.ranged.items() if col not in p.by_ids -%}{%- do keys.update({col: []}) -%}{%- endfor -%}
+  {%- set ids, sets = [], {} -%}
+  {%- for col, r in p.ranged.items() if col not in p.by_ids -%}{%- do sets.update({col: []}) -%}{%- endfor -%}
   {%- for r in listed -%}
-    {%- set literals = [] -%}
-    {%- for v in r -%}{%- do literals.append(dbt_ivm._ivm_row_literal(v, types[loop.index0])) -%}{%- endfor -%}
-    {%- do rows.append('(' ~ literals | join(', ') ~ ')') -%}
     {%- set key = [] -%}
     {%- for k in p.up.unique_key -%}{%- do key.append(r[at[k | lower]]) -%}{%- endfor -%}
     {%- do ids.append(key) -%}
-    {%- for col, values in keys.items() -%}
+    {%- for col, values in sets.items() -%}
       {%- set found = [r[at[col]] if r[-1] == 'true' else none] + ([r[n + at[col]]] if with_before else []) -%}
       {%- for v in found if v is not none and v not in values -%}{%- do values.append(v) -%}{%- endfor -%}
     {%- endfor -%}
   {%- endfor -%}
   {%- set encoded = {} -%}
-  {%- for col, values in keys.items() -%}{%- do encoded.update({col: tojson(values)}) -%}{%- endfor -%}
-  {#- no rows: one row of NULLs that the WHERE drops (VALUES needs a row) -#}
-  {%- set empty = [] -%}
-  {%- for t in types if not rows -%}{%- do empty.append(dbt_ivm._ivm_row_literal(none, t)) -%}{%- endfor -%}
-  {{ return({'view': '(select ' ~ out | join(', ') ~ ' from values ' ~ (rows or ['(' ~ empty | join(', ') ~ ')']) | join(', ')
-      ~ ' as __ivm_l(' ~ (names + ['__ivm_old', '__ivm_new']) | join(', ') ~ ')' ~ ('' if rows else ' where false') ~ ')',
-             'ids': tojson(ids), 'sets': encoded}) }}
+  {%- for col, values in sets.items() -%}{%- do encoded.update({col: tojson(values)}) -%}{%- endfor -%}
+  {{ return({'view': '(select ' ~ out | join(', ') ~ ' from (select explode(from_json(' ~ dbt_ivm._ivm_string_literal(text)
+      ~ ", 'array<array<string>>')) as __ivm_a) __ivm_l)", 'ids': tojson(ids), 'sets': encoded}) }}
 {% endmacro %}
