@@ -273,12 +273,12 @@ where ({{ problem }}) is not null or ((not f.__ivm_is_new or l.__ivm_is_new)
   {{ return(none) }}
 {% endmacro %}
 
-{#- A small change set is read once: the change counts fetch its rows as text (at most
+{#- A small change set is read once: the change counts collect its rows as text (at most
     _ivm_row_list_max() of them, of a Delta change feed whose commits tell they are few) and
-    the refresh then reads them as literal rows instead of reading the change data again in
-    every statement that uses it (Delta then needs no copy of a MERGE's source either). Only for columns whose
-    text form casts back to the same value: integers, decimals, dates, strings, booleans,
-    and timestamps (as microseconds since the epoch, which no time zone shifts). -#}
+    every later statement reads them from that text instead of reading the change data
+    again. Only for columns whose text form casts back to the same value: integers,
+    decimals, dates, strings, booleans, and timestamps (as microseconds since the epoch,
+    which no time zone shifts). -#}
 {% macro _ivm_row_list_max() %}
   {{ return(100) }}
 {% endmacro %}
@@ -297,6 +297,7 @@ where ({{ problem }}) is not null or ((not f.__ivm_is_new or l.__ivm_is_new)
   {{ return(p.columns) }}
 {% endmacro %}
 
+{#- SQL of the text form of a listable column's value expr. -#}
 {% macro _ivm_row_text_sql(expr, dtype) %}
   {{ return('cast(' ~ ('unix_micros(' ~ expr ~ ')' if dbt_ivm._ivm_row_text_kind(dtype) == 'timestamp' else expr) ~ ' as string)') }}
 {% endmacro %}
