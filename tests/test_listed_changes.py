@@ -18,8 +18,8 @@ from dbt_ivm.changelog import ChangeLoggedTable, DeltaFeedTable, Op, sql_literal
 from tests.manifests import package_runtime
 from tests.support import IvmProject, sources_yaml
 
-EVENTS = "id bigint, at timestamp, day date, ok boolean, amount decimal(12,3), note string"
-EVENTS_NAMES = ("id", "at", "day", "ok", "amount", "note")
+EVENTS = "id bigint, grp int, at timestamp, day date, ok boolean, amount decimal(12,3), note string"
+EVENTS_NAMES = ("id", "grp", "at", "day", "ok", "amount", "note")
 TAGS = "tag_id bigint, event_id bigint, weight double"
 
 MODELS = {
@@ -31,6 +31,15 @@ MODELS = {
     "by_day": """\
         select day, ok, count(*) as n, sum(amount) as total, min(at) as first_at, max(note) as last_note
         from {{ source('shop', 'events') }} group by day, ok""",
+    # joined on a column that is not the row key: the tags are cut to the changed events'
+    # groups, listed from the collected rows (new images, and old ones for the aggregate)
+    "events_by_group": """\
+        select e.id, e.grp, t.tag_id, t.weight
+        from {{ source('shop', 'events') }} e join {{ source('shop', 'tags') }} t on t.tag_id = e.grp""",
+    "tags_per_group": """\
+        select t.tag_id, count(*) as n, sum(e.amount) as total
+        from {{ source('shop', 'events') }} e join {{ source('shop', 'tags') }} t on t.tag_id = e.grp
+        group by t.tag_id""",
 }
 
 # awkward values of each listed type: NULLs, quotes, backslashes, non-ASCII text, a line
@@ -39,15 +48,17 @@ MODELS = {
 ODD = [
     {
         "id": 1,
+        "grp": 7,
         "at": datetime(1969, 12, 31, 23, 59, 59, 999999),
         "day": date(1, 1, 1),
         "ok": True,
         "amount": Decimal("-123456789.125"),
         "note": "it's a \\ back'slash",
     },
-    {"id": 2, "at": None, "day": None, "ok": None, "amount": None, "note": None},
+    {"id": 2, "grp": None, "at": None, "day": None, "ok": None, "amount": None, "note": None},
     {
         "id": 3,
+        "grp": 11,
         "at": datetime(2024, 3, 10, 2, 30, 0, 123456),
         "day": date(9999, 12, 31),
         "ok": False,
@@ -60,6 +71,7 @@ ODD = [
 def row(i: int, **values: Any) -> dict[str, Any]:
     base = {
         "id": i,
+        "grp": i % 5,
         "at": datetime(2024, 1, 1, 12, 0, i % 60),
         "day": date(2024, 1, 1 + i % 3),
         "ok": i % 2 == 0,
