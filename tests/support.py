@@ -189,6 +189,27 @@ class IvmProject:
         table.create_log()
         return table
 
+    def tracked_table(
+        self,
+        fmt: str,
+        name: str,
+        columns: str,
+        rows: Sequence[Row],
+        key: Sequence[str],
+        feed_declared: bool = True,
+    ) -> tuple[ChangeLoggedTable | DeltaFeedTable, str]:
+        """An upstream that records its changes, and its `meta.ivm` declaration: on Delta a
+        table with its change data feed, declared `change_feed: delta` or (feed_declared
+        false) by its key alone, which the package detects; on parquet a table with its
+        change log `<name>_changes`."""
+        keys = ", ".join(key)
+        if fmt == "delta":
+            table = DeltaFeedTable(self.spark, f"{self.raw}.{name}", list(key))
+            table.create(columns, rows)
+            return table, f"unique_key: [{keys}]" + (", change_feed: delta" if feed_declared else "")
+        self.create_table(name, columns, rows)
+        return self.logged_table(name, key), f"unique_key: [{keys}], change_log: {name}_changes"
+
     def build_facts(self, model_sql: str) -> ChangeLoggedTable:
         """A parquet upstream shop.orders (order_id, amount; one row) with a change log, and
         the model `facts` over it, built; returns the upstream."""

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from dbt_ivm.changelog import ChangeLoggedTable, DeltaFeedTable, Op, sql_literal
+from dbt_ivm.changelog import Op, sql_literal
 from tests.manifests import package_runtime
 from tests.support import IvmProject, sources_yaml
 
@@ -89,26 +89,9 @@ def shop(request: pytest.FixtureRequest, project_factory) -> Iterator[tuple[IvmP
     project = project_factory(f"listed_{fmt}")
     events_rows = [row(i) for i in range(10, 20)]
     tags_rows = [{"tag_id": i, "event_id": 10 + i % 10, "weight": i / 3} for i in range(15)]
-    events: ChangeLoggedTable | DeltaFeedTable
-    tags: ChangeLoggedTable | DeltaFeedTable
-    if fmt == "delta":
-        events = DeltaFeedTable(project.spark, f"{project.raw}.events", ["id"])
-        events.create(EVENTS, events_rows)
-        tags = DeltaFeedTable(project.spark, f"{project.raw}.tags", ["tag_id"])
-        tags.create(TAGS, tags_rows)
-        declared = {
-            "events": "unique_key: [id], change_feed: delta",
-            "tags": "unique_key: [tag_id], change_feed: delta",
-        }
-    else:
-        project.create_table("events", EVENTS, events_rows)
-        project.create_table("tags", TAGS, tags_rows)
-        events = project.logged_table("events", ["id"])
-        tags = project.logged_table("tags", ["tag_id"])
-        declared = {
-            "events": "unique_key: [id], change_log: events_changes",
-            "tags": "unique_key: [tag_id], change_log: tags_changes",
-        }
+    events, events_declared = project.tracked_table(fmt, "events", EVENTS, events_rows, ["id"])
+    tags, tags_declared = project.tracked_table(fmt, "tags", TAGS, tags_rows, ["tag_id"])
+    declared = {"events": events_declared, "tags": tags_declared}
     project.write("models/sources.yml", sources_yaml(project.raw, declared))
     for name, sql in MODELS.items():
         project.write(

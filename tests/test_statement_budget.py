@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from dbt_ivm.changelog import ChangeLoggedTable, DeltaFeedTable, Op
+from dbt_ivm.changelog import Op
 from tests.support import IvmProject, sources_yaml
 
 AGGREGATE = """\
@@ -77,28 +77,20 @@ def shop(request: pytest.FixtureRequest, project_factory) -> Iterator[tuple[IvmP
     project = project_factory(f"budget_{fmt}")
     orders_rows = [{"order_id": i, "customer_id": i % 3, "amount": float(i)} for i in range(20)]
     customer_rows = [{"customer_id": i, "region": f"r{i % 2}"} for i in range(3)]
-    if fmt == "delta":
-        orders: ChangeLoggedTable | DeltaFeedTable
-        customers: ChangeLoggedTable | DeltaFeedTable
-        orders = DeltaFeedTable(project.spark, f"{project.raw}.orders", ["order_id"])
-        orders.create("order_id bigint, customer_id bigint, amount double", orders_rows)
-        customers = DeltaFeedTable(project.spark, f"{project.raw}.customers", ["customer_id"])
-        customers.create("customer_id bigint, region string", customer_rows)
-        # orders found to be a Delta change feed by its listing, customers declared one: each
-        # described only when the run is not a no-op
-        declared = {
-            "orders": "unique_key: [order_id]",
-            "customers": "unique_key: [customer_id], change_feed: delta",
-        }
-    else:
-        project.create_table("orders", "order_id bigint, customer_id bigint, amount double", orders_rows)
-        project.create_table("customers", "customer_id bigint, region string", customer_rows)
-        orders = project.logged_table("orders", ["order_id"])
-        customers = project.logged_table("customers", ["customer_id"])
-        declared = {
-            "orders": "unique_key: [order_id], change_log: orders_changes",
-            "customers": "unique_key: [customer_id], change_log: customers_changes",
-        }
+    # on Delta orders is found to be a change feed by its listing, customers declared one:
+    # each described only when the run is not a no-op
+    orders, orders_declared = project.tracked_table(
+        fmt,
+        "orders",
+        "order_id bigint, customer_id bigint, amount double",
+        orders_rows,
+        ["order_id"],
+        feed_declared=False,
+    )
+    customers, customers_declared = project.tracked_table(
+        fmt, "customers", "customer_id bigint, region string", customer_rows, ["customer_id"]
+    )
+    declared = {"orders": orders_declared, "customers": customers_declared}
     project.write("models/sources.yml", sources_yaml(project.raw, declared))
     project.write("models/by_region.sql", AGGREGATE)
     project.write("models/order_regions.sql", JOIN)
