@@ -125,6 +125,10 @@ on {{ on | join(' and ') if on else 'true' }}
         changed, which no equality join expresses), which reads the table in the source;
       * the rows to insert, __ivm_del = false.
     The ON condition requires __ivm_del, so insert rows never match and are inserted.
+    `keys_not_null`: no row of `keys` has a NULL (row keys of an upstream that is not an ivm
+    model, which the change checks refuse as IVM062 before anything is applied): no null-key
+    guard then, which reads the table, and a source that reads the table makes Delta copy
+    the source before it merges.
     `table_filter`: a predicate on the table (__ivm_t) that every deleted row satisfies,
     added to ON so that Delta matches only the files whose statistics admit it.
     Several target rows may share one identity tuple (duplicate rows, or an append-only
@@ -132,12 +136,14 @@ on {{ on | join(' and ') if on else 'true' }}
     allowed; what Delta forbids is several source rows matching one target row, and the
     DISTINCT over exactly the ON columns rules that out. A MERGE reads its source from the
     snapshot it started on. -#}
-{% macro ivm_delta_join_merge_sql(target, target_columns, insert_view, identity, keys=none, predicates=none, table_filter=none) %}
+{% macro ivm_delta_join_merge_sql(target, target_columns, insert_view, identity, keys=none, predicates=none, table_filter=none,
+    keys_not_null=false) %}
   {{ return(adapter.dispatch('ivm_delta_join_merge_sql', 'dbt_ivm')(target, target_columns, insert_view, identity, keys, predicates,
-      table_filter)) }}
+      table_filter, keys_not_null)) }}
 {% endmacro %}
 
-{% macro default__ivm_delta_join_merge_sql(target, target_columns, insert_view, identity, keys=none, predicates=none, table_filter=none) %}
+{% macro default__ivm_delta_join_merge_sql(target, target_columns, insert_view, identity, keys=none, predicates=none, table_filter=none,
+    keys_not_null=false) %}
   {%- set columns = target_columns | map(attribute='name') | list -%}
   {%- set cols = dbt_ivm._ivm_quote_all(columns) | list -%}
   {%- set alias = '__ivm_k' if keys is not none else '__ivm_v' -%}
@@ -155,7 +161,9 @@ on {{ on | join(' and ') if on else 'true' }}
 merge into {{ target }} __ivm_t
 using (
   select distinct true as __ivm_del, {{ del_select | join(', ') }}
-{%- if keys is not none %}
+{%- if keys is not none and keys_not_null %}
+  from {{ keys }} __ivm_k
+{%- elif keys is not none %}
   {%- set guard = dbt_ivm._ivm_delta_null_keys_guard(target, identity, '__ivm_k') %}
   from {{ keys }} __ivm_k {{ guard.join }}
   where {{ guard.flag }}
@@ -177,7 +185,9 @@ when not matched and not __ivm_s.__ivm_del then insert {{ dbt_ivm._ivm_delta_ins
 {#- What a join-only refresh deletes on Delta: {identity: the hidden key columns of every
     changed upstream whose slices go, keys: when that is one upstream read from a change
     set, its changed keys under the hidden columns' names, as literal rows when the change
-    counts listed them (p.ids) (else none: the slices are found in the table)}. -#}
+    counts listed them (p.ids) (else none: the slices are found in the table), not_null:
+    whether no key has a NULL (listed keys have none, see _ivm_changed_id_literals, and only
+    an ivm model upstream's change may have NULL keys, see ivm_netted_changes_sql)}. -#}
 {% macro _ivm_delta_join_deletes(plan, repair) %}
   {%- set deleting = [] -%}
   {%- set names = [] -%}
@@ -193,11 +203,13 @@ when not matched and not __ivm_s.__ivm_del then insert {{ dbt_ivm._ivm_delta_ins
       {#- listed: the keys as literal rows, the change set is not read again -#}
       {%- set rows = [] -%}
       {%- for t in p.ids -%}{%- do rows.append('(' ~ t | join(', ') ~ ')') -%}{%- endfor -%}
-      {{ return({'identity': names, 'keys': '(select * from values ' ~ rows | join(', ') ~ ' as __ivm_l(' ~ names | join(', ') ~ '))'}) }}
+      {{ return({'identity': names, 'keys': '(select * from values ' ~ rows | join(', ') ~ ' as __ivm_l(' ~ names | join(', ') ~ '))',
+                 'not_null': true}) }}
     {%- endif -%}
-    {{ return({'identity': names, 'keys': '(select ' ~ renamed | join(', ') ~ ' from ' ~ p.change_view ~ ' __ivm_c)'}) }}
+    {{ return({'identity': names, 'keys': '(select ' ~ renamed | join(', ') ~ ' from ' ~ p.change_view ~ ' __ivm_c)',
+               'not_null': not p.up.get('ivm_model')}) }}
   {%- endif -%}
-  {{ return({'identity': names, 'keys': none}) }}
+  {{ return({'identity': names, 'keys': none, 'not_null': false}) }}
 {% endmacro %}
 
 {% macro _ivm_delta_set_list(columns) %}
@@ -291,7 +303,7 @@ as {{ build_sql }}
       matches against: Delta then reads only the files whose statistics admit those keys -#}
   {%- set on_table = dbt_ivm._ivm_join_delete_predicates(plan, '__ivm_t', repair) -%}
   {{ return(dbt_ivm.ivm_delta_join_merge_sql(target, target_columns, stage.insert_view, deletes.identity, deletes['keys'],
-      stage.predicates, none if on_table.joins else on_table.flag)) }}
+      stage.predicates, none if on_table.joins else on_table.flag, deletes.not_null)) }}
 {% endmacro %}
 
 {#- Full build of a Delta table: one CREATE OR REPLACE TABLE (an existing relation that is

@@ -291,7 +291,7 @@ where ({{ problem }}) is not null or ((not f.__ivm_is_new or l.__ivm_is_new)
 {% endmacro %}
 
 {#- The columns of p's change set whose rows can be listed: p.columns when every one has a
-    text form, else none. -#}
+    text form, else none. Set as p.row_columns once per changed upstream. -#}
 {% macro _ivm_listable_row_columns(p) %}
   {%- for c in p.columns if not dbt_ivm._ivm_row_text_kind(c.data_type) -%}{{ return(none) }}{%- endfor -%}
   {{ return(p.columns) }}
@@ -329,7 +329,7 @@ where ({{ problem }}) is not null or ((not f.__ivm_is_new or l.__ivm_is_new)
     listed or are not known to be few (_ivm_change_rows_bound), which keeps what the
     aggregate holds small whatever the change. -#}
 {% macro _ivm_changed_rows_sql(p, with_before) %}
-  {%- set columns = dbt_ivm._ivm_listable_row_columns(p) -%}
+  {%- set columns = p.row_columns -%}
   {%- set bound = dbt_ivm._ivm_change_rows_bound(p) -%}
   {%- if columns is none or bound is none or bound > dbt_ivm._ivm_row_list_max() -%}{{ return(none) }}{%- endif -%}
   {%- set texts = [] -%}
@@ -351,7 +351,7 @@ where ({{ problem }}) is not null or ((not f.__ivm_is_new or l.__ivm_is_new)
 {% macro _ivm_listed_change(text, p, with_before) %}
   {%- set listed = fromjson(text) if text is not none else none -%}
   {%- if listed is none -%}{{ return(none) }}{%- endif -%}
-  {%- set columns = dbt_ivm._ivm_listable_row_columns(p) -%}
+  {%- set columns = p.row_columns -%}
   {%- set n = columns | length -%}
   {%- set at = {} -%}
   {%- set out, before = [], [] -%}

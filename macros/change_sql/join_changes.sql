@@ -13,7 +13,8 @@
 {#- plan: list of per-upstream dicts {up, columns, from, to, changed, change_view (the netted
     change set as a relation in FROM), has_new, broadcast, ranges (see
     _ivm_key_range_literals), ids, id_types, by_ids (see _ivm_changed_id_literals,
-    _ivm_listable_key_types, _ivm_ranged_by_ids)}. -#}
+    _ivm_listable_key_types, _ivm_ranged_by_ids), lists_ids (the change counts list its
+    changed row keys), row_columns (see _ivm_listable_row_columns)}. -#}
 {% macro ivm_join_insert_sql(template, plan, edges=[]) %}
   {{ return(adapter.dispatch('ivm_join_insert_sql', 'dbt_ivm')(template, plan, edges)) }}
 {% endmacro %}

@@ -241,6 +241,8 @@
       {%- do p.update({'change_view': '(' ~ dbt_ivm.ivm_netted_changes_sql(p.up, p.columns, after, p.to, with_before) ~ ')'}) -%}
       {#- a range column that is a row key column is listed from the row keys: one read of the change less -#}
       {%- do dbt_ivm._ivm_key_listing(p) -%}
+      {#- a join lists every changed row key, an aggregate those that carry its range columns -#}
+      {%- do p.update({'lists_ids': spec is none or p.by_ids | length > 0, 'row_columns': dbt_ivm._ivm_listable_row_columns(p)}) -%}
       {%- set own = {} -%}
       {%- for col, r in p.ranged.items() if col not in p.by_ids -%}{%- do own.update({col: r}) -%}{%- endfor -%}
       {#- a small change's rows, collected in the same pass; its key lists then come from them -#}
@@ -249,7 +251,7 @@
           ~ '\'problem\', min(__ivm_problem), \'problems\', count(__ivm_problem), \'ranges\', '
           ~ dbt_ivm._ivm_key_ranges_sql(p.ranged, '__ivm_new', with_before) ~ ', \'keys\', '
           ~ dbt_ivm._ivm_key_sets_sql({} if rows else own, p.change_view ~ ' __ivm_s', 'true', '__ivm_new', with_before)
-          ~ ', \'ids\', ' ~ (dbt_ivm._ivm_changed_ids_sql(p) if (spec is none or p.by_ids) and not rows else 'cast(null as string)')
+          ~ ', \'ids\', ' ~ (dbt_ivm._ivm_changed_ids_sql(p) if p.lists_ids and not rows else 'cast(null as string)')
           ~ ', \'rows_listed\', ' ~ (rows or 'cast(null as string)')
           ~ ') from ' ~ p.change_view ~ ' __ivm_c)') -%}
     {%- elif p.changed -%}
@@ -308,7 +310,7 @@
       {#- a small change set is read from here on as the literal rows the count fetched -#}
       {%- set listed = dbt_ivm._ivm_listed_change(c.get('rows_listed'), p, spec is not none) -%}
       {%- do p.update({'has_new': c.new > 0, 'old': c.old, 'broadcast': c.rows <= dbt_ivm._ivm_broadcast_rows(),
-                       'ids': dbt_ivm._ivm_changed_id_literals(listed.ids if listed and (spec is none or p.by_ids) else c.get('ids'), p)}) -%}
+                       'ids': dbt_ivm._ivm_changed_id_literals(listed.ids if listed and p.lists_ids else c.get('ids'), p)}) -%}
       {%- do p.update({'ranges': dbt_ivm._ivm_key_range_literals(c.ranges, p.ranged, (listed.sets if listed else c.get('keys')) or {}, p)}) -%}
       {%- if listed -%}{%- do p.update({'change_view': listed.view}) -%}{%- endif -%}
       {%- do change_rows.update({p.up.name: c.rows}) -%}

@@ -70,8 +70,7 @@ end) is not null or ((not f.__ivm_is_new or l.__ivm_is_new)
 merge into analytics.join_del_ins __ivm_t
 using (
   select distinct true as __ivm_del, cast(null as bigint) as `order_id`, cast(null as decimal(10,2)) as `amount`, cast(null as string) as `region`, __ivm_k.`__ivm_orders__order_id`, cast(null as bigint) as `__ivm_customers__customer_id`
-  from (select `order_id` as __ivm_orders__order_id from __ivm_join_del_ins_chg_orders __ivm_c) __ivm_k cross join (select count(*) > 0 as __ivm_has from analytics.join_del_ins where `__ivm_orders__order_id` is null) __ivm_n
-  where (not (__ivm_k.`__ivm_orders__order_id` is null) or __ivm_n.__ivm_has)
+  from (select `order_id` as __ivm_orders__order_id from __ivm_join_del_ins_chg_orders __ivm_c) __ivm_k
   union all
   select false as __ivm_del, `order_id`, `amount`, `region`, `__ivm_orders__order_id`, `__ivm_customers__customer_id` from (select * from (
 select o.order_id, o.amount, c.region , `o`.`order_id` as __ivm_orders__order_id, `c`.`customer_id` as __ivm_customers__customer_id from (select /*+ BROADCAST */ * from (select `order_id`, `customer_id`, `amount`, `status` from __ivm_join_del_ins_chg_orders where __ivm_new) __ivm_b) o join (select * from raw.customers __ivm_r where (`customer_id`) in (select `customer_id` from (select /*+ BROADCAST */ * from (select `order_id`, `customer_id`, `amount`, `status` from __ivm_join_del_ins_chg_orders where __ivm_new) __ivm_b) __ivm_p)) c on o.customer_id = c.customer_id where o.status <> 'cancelled'

@@ -36,8 +36,7 @@ end) is not null or ((not f.__ivm_is_new or l.__ivm_is_new)
 merge into analytics.join_listed_del_only __ivm_t
 using (
   select distinct true as __ivm_del, cast(null as bigint) as `order_id`, cast(null as decimal(10,2)) as `amount`, cast(null as string) as `region`, cast(null as bigint) as `__ivm_orders__order_id`, __ivm_k.`__ivm_customers__customer_id`
-  from (select * from values (cast('2' as bigint)), (cast('3' as bigint)), (cast('4' as bigint)), (cast('5' as bigint)) as __ivm_l(__ivm_customers__customer_id)) __ivm_k cross join (select count(*) > 0 as __ivm_has from analytics.join_listed_del_only where `__ivm_customers__customer_id` is null) __ivm_n
-  where (not (__ivm_k.`__ivm_customers__customer_id` is null) or __ivm_n.__ivm_has)
+  from (select * from values (cast('2' as bigint)), (cast('3' as bigint)), (cast('4' as bigint)), (cast('5' as bigint)) as __ivm_l(__ivm_customers__customer_id)) __ivm_k
   union all
   select false as __ivm_del, `order_id`, `amount`, `region`, `__ivm_orders__order_id`, `__ivm_customers__customer_id` from (select * from analytics.join_listed_del_only where false) __ivm_i
 ) __ivm_s
