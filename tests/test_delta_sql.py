@@ -18,7 +18,7 @@ import pytest
 import sqlglot
 from sqlglot import exp
 
-from dbt_ivm.macro_runtime import Runtime
+from dbt_ivm.macro_runtime import Column, Runtime
 from tests.manifests import MACROS, package_runtime
 
 GOLDEN = Path(__file__).parent / "golden" / "delta"
@@ -369,3 +369,36 @@ def test_a_limited_history_suffices_for_the_feed_check(ops: dict[int, str], suff
     only when that window cannot tell whether the feed was on throughout."""
     commits = {v: _commit(op) for v, op in ops.items()}
     assert package_runtime().macro("_ivm_delta_window_suffices")(commits, 3) is suffices
+
+
+@pytest.mark.parametrize(
+    ("ivm_model", "ids", "guarded"),
+    [
+        (False, None, False),  # a source's row keys: a NULL is IVM062 before the apply
+        (False, [["cast('2' as bigint)"]], False),  # listed keys are literals, never NULL
+        (True, None, True),  # an ivm model upstream's hidden keys may be NULL
+    ],
+)
+def test_the_null_key_guard_stays_where_a_deleted_key_can_be_null(
+    ivm_model: bool, ids: list[list[str]] | None, guarded: bool
+) -> None:
+    runtime = Runtime.from_directory(MACROS)
+    hidden = [{"column": "customer_id", "name": "__ivm_customers__customer_id"}]
+    up = {"kind": "change_log", "unique_key": ["customer_id"], "hidden": hidden, "ivm_model": ivm_model}
+    plan = [{"index": 0, "up": up, "changed": True, "old": 1, "ids": ids, "change_view": "__ivm_chg"}]
+    deletes = runtime.macro("_ivm_delta_join_deletes")(plan, False)
+    assert deletes["not_null"] is not guarded
+    columns = [Column("region", "string"), Column("__ivm_customers__customer_id", "bigint")]
+    merge = runtime.macro("ivm_delta_join_merge_sql")(
+        "analytics.m",
+        columns,
+        "(select * from analytics.m where false)",
+        deletes["identity"],
+        deletes["keys"],
+        None,
+        None,
+        deletes["not_null"],
+    )
+    parse(merge)
+    # the guard reads the MERGE's own table in its source (Delta then copies the source)
+    assert ("from analytics.m where `__ivm_customers__customer_id` is null" in merge) is guarded
