@@ -372,19 +372,25 @@ def test_a_limited_history_suffices_for_the_feed_check(ops: dict[int, str], suff
 
 
 @pytest.mark.parametrize(
-    ("ivm_model", "ids", "guarded"),
+    ("upstream", "ids", "guarded"),
     [
-        (False, None, False),  # a source's row keys: a NULL is IVM062 before the apply
-        (False, [["cast('2' as bigint)"]], False),  # listed keys are literals, never NULL
-        (True, None, True),  # an ivm model upstream's hidden keys may be NULL
+        ("source", None, False),  # a declared row key: a NULL is IVM062 before the apply
+        ("source", [["cast('2' as bigint)"]], False),  # listed keys are literals, never NULL
+        ("ivm model", None, True),  # an ivm model's row key may be a group key of NULL
     ],
 )
 def test_the_null_key_guard_stays_where_a_deleted_key_can_be_null(
-    ivm_model: bool, ids: list[list[str]] | None, guarded: bool
+    upstream: str, ids: list[list[str]] | None, guarded: bool
 ) -> None:
     runtime = Runtime.from_directory(MACROS)
     hidden = [{"column": "customer_id", "name": "__ivm_customers__customer_id"}]
-    up = {"kind": "change_log", "unique_key": ["customer_id"], "hidden": hidden, "ivm_model": ivm_model}
+    up = {"kind": "change_log", "unique_key": ["customer_id"], "hidden": hidden, "null_keys": False}
+    if upstream == "ivm model":
+        up = {"name": "customers", "short": "customers", "kind": "change_log"}
+        up["relation"] = "analytics.customers"
+        described = [("Provider", "delta"), ("Table Properties", "[dbt_ivm.row_key=customer_id]")]
+        up = runtime.macro("ivm_resolve_ivm_upstream")(up, described)
+        assert up["hidden"] == hidden
     plan = [{"index": 0, "up": up, "changed": True, "old": 1, "ids": ids, "change_view": "__ivm_chg"}]
     deletes = runtime.macro("_ivm_delta_join_deletes")(plan, False)
     assert deletes["not_null"] is not guarded

@@ -105,7 +105,7 @@
     {%- endif -%}
     {%- do result.append({'uid': uid, 'name': display, 'short': short, 'relation': relation, 'parts': parts, 'snapshots': snapshots,
                           'kind': kind, 'feed': feed, 'unique_key': key, 'change_log': change_log, 'watermark': meta.get('watermark'),
-                          'hidden': hidden, 'problems': problems}) -%}
+                          'hidden': hidden, 'null_keys': false, 'problems': problems}) -%}
   {%- endfor -%}
   {{ return(result) }}
 {% endmacro %}
@@ -250,7 +250,8 @@
   {%- for c in key -%}
     {%- do hidden.append({'column': c, 'name': '__ivm_' ~ up.short ~ '__' ~ modules.re.sub('[^A-Za-z0-9_]', '_', c)}) -%}
   {%- endfor -%}
-  {%- do up.update({'unique_key': key, 'hidden': hidden, 'ivm_model': true}) -%}
+  {#- its row key may be a group key, so a change may hold NULL keys (a group of NULL) -#}
+  {%- do up.update({'unique_key': key, 'hidden': hidden, 'ivm_model': true, 'null_keys': true}) -%}
   {%- if info.provider == 'delta' -%}
     {%- do up.update({'feed': 'delta', 'change_log': up.relation}) -%}
   {%- else -%}
