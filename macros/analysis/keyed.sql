@@ -502,9 +502,9 @@
   {%- set why = dbt_ivm._ivm_term_subs(parsed, windows, holder, holding, subs) -%}
   {%- for q in parsed.rels -%}
     {%- set alias = '' if q.alias_given else ' ' ~ dbt_ivm._ivm_quote(q.alias) -%}
-    {%- set text = '__IVM_DELTA__' if loop.index0 == ri else '__IVM_REL_' ~ q.upstream ~ '__' -%}
+    {%- set text = '__IVM_DELTA__' if loop.index0 == ri else dbt_ivm._ivm_placeholder(q.upstream) -%}
     {%- do subs.update({q.s: {'end': q.e, 'text': text ~ alias}}) -%}
-    {%- do base.update({q.s: {'end': q.e, 'text': '__IVM_REL_' ~ q.upstream ~ '__' ~ alias}}) -%}
+    {%- do base.update({q.s: {'end': q.e, 'text': dbt_ivm._ivm_placeholder(q.upstream) ~ alias}}) -%}
   {%- endfor -%}
   {#- twins: the CTEs of the way, innermost first, up to the outermost one read twice -#}
   {%- set way = [] -%}
@@ -774,7 +774,7 @@
   {%- for q in parsed.rels -%}
     {%- set ri = loop.index0 -%}
     {%- set alias = ' ' ~ dbt_ivm._ivm_quote(q.alias) if not q.alias_given else '' -%}
-    {%- set rel = '__IVM_REL_' ~ q.upstream ~ '__' -%}
+    {%- set rel = dbt_ivm._ivm_placeholder(q.upstream) -%}
     {%- if points.get(ri) -%}
       {%- set on = [] -%}
       {%- for pair in points[ri] -%}

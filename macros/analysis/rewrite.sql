@@ -54,7 +54,7 @@
   {%- endfor -%}
   {%- for r in parsed.rels -%}
     {%- set alias = '' if r.alias_given else ' ' ~ dbt_ivm._ivm_quote(r.alias) -%}
-    {%- do replace.update({sig[r.s]: {'end': sig[r.e - 1], 'text': '__IVM_REL_' ~ r.upstream ~ '__' ~ alias}}) -%}
+    {%- do replace.update({sig[r.s]: {'end': sig[r.e - 1], 'text': dbt_ivm._ivm_placeholder(r.upstream) ~ alias}}) -%}
   {%- endfor -%}
   {%- for q in parsed.qualifiers -%}
     {%- do replace.update({sig[q.s]: {'end': sig[q.e - 1], 'text': dbt_ivm._ivm_quote(parsed.upstreams[q.upstream].parts[-1])}}) -%}
@@ -97,11 +97,16 @@
   {{ return(dbt_ivm._ivm_edited_text(parsed.tk.tokens, sig[s], sig[e - 1] + 1, {}, replace)) }}
 {% endmacro %}
 
+{#- The placeholder of upstream `index` in a template. -#}
+{% macro _ivm_placeholder(index) %}
+  {{ return('__IVM_REL_' ~ index ~ '__') }}
+{% endmacro %}
+
 {#- Fill the placeholders of a template: relations maps upstream index to SQL text. -#}
 {% macro _ivm_fill_relations(template, relations) %}
   {%- set ns = namespace(sql=template) -%}
   {%- for key, text in relations.items() -%}
-    {%- set ns.sql = ns.sql.replace('__IVM_REL_' ~ key ~ '__', text) -%}
+    {%- set ns.sql = ns.sql.replace(dbt_ivm._ivm_placeholder(key), text) -%}
   {%- endfor -%}
   {{ return(ns.sql) }}
 {% endmacro %}

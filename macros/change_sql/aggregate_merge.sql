@@ -18,15 +18,22 @@
 {#- One signed change term's rows: the delta template's columns, named as in `names`, plus
     __ivm_sign. An aggregate term is renamed by position (its select list is explicit); a
     DISTINCT term is read by name, since a star in its select list also expands the
-    relations' __ivm_sign columns. -#}
+    relations' __ivm_sign columns. A term whose signs carry tags (term.tagged, see
+    _ivm_signed_change_terms) keeps the rows whose tags agree, and its sign is their signs'. -#}
 {% macro _ivm_signed_term_sql(spec, names, term) %}
   {%- set cols = dbt_ivm._ivm_quote_all(names) | join(', ') -%}
-  {%- set sign = spec.signs | join(' * ') -%}
+  {%- set tags = [] -%}
+  {%- for i in term.tagged -%}{%- do tags.append(spec.sign_of[i]) -%}{%- endfor -%}
+  {%- set factors = [] -%}
+  {%- for s in spec.signs -%}{%- do factors.append('if(' ~ s ~ ' < 0, -1, 1)' if s in tags else s) -%}{%- endfor -%}
+  {%- set agree = [] -%}
+  {%- for s in tags[1:] -%}{%- do agree.append('abs(' ~ tags[0] ~ ') = abs(' ~ s ~ ')') -%}{%- endfor -%}
+  {%- set where = ('\nwhere ' ~ agree | join(' and ')) if agree else '' -%}
   {%- if spec.kind == 'distinct' -%}
-    {{ return('select ' ~ cols ~ ', ' ~ sign ~ ' as __ivm_sign from (\n' ~ term ~ '\n) __ivm_t') }}
+    {{ return('select ' ~ cols ~ ', ' ~ factors | join(' * ') ~ ' as __ivm_sign from (\n' ~ term.sql ~ '\n) __ivm_t' ~ where) }}
   {%- endif -%}
-  {{ return('select ' ~ cols ~ ', ' ~ sign ~ ' as __ivm_sign from (\n' ~ term ~ '\n) __ivm_t(' ~
-      (dbt_ivm._ivm_quote_all(names) + spec.signs) | join(', ') ~ ')') }}
+  {{ return('select ' ~ cols ~ ', ' ~ factors | join(' * ') ~ ' as __ivm_sign from (\n' ~ term.sql ~ '\n) __ivm_t(' ~
+      (dbt_ivm._ivm_quote_all(names) + spec.signs) | join(', ') ~ ')' ~ where) }}
 {% endmacro %}
 
 {#- Signed per-group deltas: the delta template evaluated on each signed change term, the

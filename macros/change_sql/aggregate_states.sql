@@ -17,20 +17,24 @@
              HAVING dropped; evaluated on a signed change term (_ivm_signed_change_terms)
              it gives partial states per sign: every upstream relation of a term carries
              __ivm_sign (-1 on old images, else 1), which reaches the output as
-             __ivm_sign_<i> (spec.signs) and is grouped on, so one evaluation serves the
-             inserted and the deleted side of a change. -#}
+             __ivm_sign_<i> (spec.signs; spec.sign_of maps upstream i to it) and is grouped
+             on, so one evaluation serves the inserted and the deleted side of a change. -#}
 {% macro _ivm_aggregate_spec(parsed, aggregation, hidden) %}
   {%- set main = parsed.blocks[0] -%}
   {%- set from_kw = main.clauses['from'] -%}
   {%- set signs = {} -%}
   {%- for i in hidden | sort -%}{%- do signs.update({i: [{'column': '__ivm_sign', 'name': '__ivm_sign_' ~ i}]}) -%}{%- endfor -%}
   {%- set sign_names = [] -%}
-  {%- for i in signs | sort -%}{%- do sign_names.append(signs[i][0].name) -%}{%- endfor -%}
+  {%- set sign_of = {} -%}
+  {%- for i in signs | sort -%}
+    {%- do sign_names.append(signs[i][0].name) -%}
+    {%- do sign_of.update({i: signs[i][0].name}) -%}
+  {%- endfor -%}
   {%- if aggregation.kind == 'distinct' -%}
     {%- set edits = [{'s': main.distinct_pos, 'e': from_kw, 'text': ' ' ~ dbt_ivm._ivm_range_text(parsed, main.select_s, from_kw) ~
         ', count(*) as __ivm_count '}] -%}
     {{ return({'kind': 'distinct', 'full': dbt_ivm._ivm_rewrite_template(parsed, hidden, edits, '\ngroup by all'),
-               'delta': dbt_ivm._ivm_rewrite_template(parsed, signs, edits, '\ngroup by all'), 'signs': sign_names,
+               'delta': dbt_ivm._ivm_rewrite_template(parsed, signs, edits, '\ngroup by all'), 'signs': sign_names, 'sign_of': sign_of,
                'groups': [], 'states': [], 'calls': [], 'items': main['items'], 'parsed': parsed}) }}
   {%- endif -%}
   {%- set groups = [] -%}
@@ -78,6 +82,9 @@
   {#- a first rewrite records the sign columns' expressions in the main block (hidden_cols) -#}
   {%- do dbt_ivm._ivm_rewrite_template(parsed, signs, delta_edits) -%}
   {%- set sign_exprs = main.hidden_cols | map(attribute='expr') | join(', ') -%}
+  {#- the sign columns in the order the template outputs them (its FROM order), as the
+      terms are renamed by position -#}
+  {%- set sign_names = main.hidden_cols | map(attribute='name') | list -%}
   {%- set append = '' -%}
   {%- if aggregation.having -%}
     {#- HAVING is dropped; the sign columns join the GROUP BY in its place -#}
@@ -89,6 +96,6 @@
   {%- endif -%}
   {{ return({'kind': 'aggregate',
              'full': dbt_ivm._ivm_rewrite_template(parsed, hidden, [{'s': main.select_s, 'e': from_kw, 'text': full_select}]),
-             'delta': dbt_ivm._ivm_rewrite_template(parsed, signs, delta_edits, append), 'signs': sign_names,
+             'delta': dbt_ivm._ivm_rewrite_template(parsed, signs, delta_edits, append), 'signs': sign_names, 'sign_of': sign_of,
              'groups': groups, 'states': states, 'calls': calls, 'items': items, 'parsed': parsed}) }}
 {% endmacro %}

@@ -53,24 +53,75 @@
 {#- The change of an aggregate's input as signed terms, one per changed upstream i with
     images: upstream i as its new images (__ivm_sign 1) and old images (__ivm_sign -1),
     changed upstreams before i at the new version, changed upstreams after i at the old
-    version, unchanged upstreams whole (all with __ivm_sign 1). The terms telescope: their
-    signed sum is (query at the new versions) - (query at the old versions), so the new and
-    the old side of upstream i share one evaluation. -#}
-{% macro _ivm_signed_change_terms(template, plan, edges=[]) %}
+    version, unchanged upstreams whole (all with __ivm_sign 1), in the order of their
+    indexes but for the query's last upstream (in its text), which comes last. The terms
+    telescope in any order: their signed sum is (query at the new versions) - (query at
+    the old versions), so the new and the old side of upstream i share one evaluation.
+    The terms of the changed upstreams other than the query's last one (`signed`: the
+    upstreams whose sign the delta template outputs) are one term when they are at least
+    two, each small (p.broadcast) and the joins cut the others to them (edges): every other
+    upstream is the same relation in each of them, so it is read once, cut to the rows any
+    of them joins (the fact table a query joins its dimensions to, read once for all their
+    changes). Their own relations are unions over the terms, each term's rows tagged by the
+    magnitude of __ivm_sign (the term's position + 1); _ivm_signed_term_sql keeps the rows
+    whose tags agree, a filter on grouped columns that Spark moves into the joins. Returns
+    [{sql, tagged: the upstreams whose sign carries a tag}]. -#}
+{% macro _ivm_signed_change_terms(template, plan, edges=[], signed={}) %}
+  {%- set changing = [] -%}
+  {%- for p in plan if p.changed and (p.has_new or p.old > 0) -%}{%- do changing.append(p) -%}{%- endfor -%}
+  {#- the query's last upstream (in its text) comes last in the telescoping order, so every
+      other term reads it at the stored version -#}
+  {%- set at = {} -%}
+  {%- for q in plan -%}{%- do at.update({template.find(dbt_ivm._ivm_placeholder(q.index)): q.index}) -%}{%- endfor -%}
+  {%- set last = at[at.keys() | max] if at else none -%}
+  {%- set rank = {} -%}
+  {%- for q in plan -%}{%- do rank.update({q.index: q.index + (1000000 if q.index == last else 0)}) -%}{%- endfor -%}
+  {%- set others = changing | rejectattr('index', 'equalto', last) | list -%}
+  {%- set ns = namespace(fold=edges and others | length >= 2) -%}
+  {%- for p in others if not (p.get('broadcast') and p.index in signed) -%}{%- set ns.fold = false -%}{%- endfor -%}
   {%- set terms = [] -%}
-  {%- for p in plan if p.changed and (p.has_new or p.old > 0) -%}
+  {%- set parts = [] -%}
+  {%- for p in changing -%}
     {%- set relations = {} -%}
     {%- for q in plan -%}
       {%- if q is sameas p -%}
         {%- do relations.update({q.index: dbt_ivm._ivm_broadcast(p, dbt_ivm._ivm_signed_images_sql(p))}) -%}
-      {%- elif q.changed and q.index > p.index -%}
+      {%- elif q.changed and rank[q.index] > rank[p.index] -%}
         {%- do relations.update({q.index: '(select *, 1 as __ivm_sign from ' ~ dbt_ivm._ivm_old_version_sql(q) ~ ' __ivm_r)'}) -%}
       {%- else -%}
         {%- do relations.update({q.index: '(select *, 1 as __ivm_sign from ' ~ dbt_ivm.ivm_snapshot_sql(q.up, q.columns, q.to) ~ ' __ivm_r)'}) -%}
       {%- endif -%}
     {%- endfor -%}
-    {%- do terms.append(dbt_ivm._ivm_fill_relations(template, dbt_ivm._ivm_reduced_relations(edges, relations, p))) -%}
+    {%- if ns.fold and p.index != last -%}
+      {%- set cuts = {} -%}
+      {%- do parts.append({'whole': relations, 'cut': dbt_ivm._ivm_reduced_relations(edges, relations, p, cuts), 'cuts': cuts}) -%}
+    {%- else -%}
+      {%- do terms.append({'sql': dbt_ivm._ivm_fill_relations(template, dbt_ivm._ivm_reduced_relations(edges, relations, p)),
+                           'tagged': []}) -%}
+    {%- endif -%}
   {%- endfor -%}
+  {%- if parts -%}
+    {%- set tagged = others | map(attribute='index') | list -%}
+    {%- set relations = {} -%}
+    {%- for q in plan -%}
+      {%- if q.index in tagged -%}
+        {%- set cols = dbt_ivm._ivm_quote_all(q.columns | map(attribute='name')) | join(', ') -%}
+        {%- set branches = [] -%}
+        {%- for part in parts -%}
+          {%- do branches.append('select ' ~ cols ~ ', __ivm_sign * ' ~ loop.index ~ ' as __ivm_sign from ' ~ part.cut[q.index] ~ ' __ivm_x') -%}
+        {%- endfor -%}
+        {%- do relations.update({q.index: '(' ~ branches | join(' union all ') ~ ')'}) -%}
+      {%- else -%}
+        {#- cut to the rows some term joins, when every term cuts it -#}
+        {%- set cuts = [] -%}
+        {%- for part in parts if q.index in part.cuts -%}{%- do cuts.append('(' ~ part.cuts[q.index] ~ ')') -%}{%- endfor -%}
+        {%- set whole = parts[0].whole[q.index] -%}
+        {%- do relations.update({q.index: '(select * from ' ~ whole ~ ' __ivm_r where ' ~ cuts | join(' or ') ~ ')'
+            if cuts | length == parts | length else whole}) -%}
+      {%- endif -%}
+    {%- endfor -%}
+    {%- do terms.insert(0, {'sql': dbt_ivm._ivm_fill_relations(template, relations), 'tagged': tagged}) -%}
+  {%- endif -%}
   {{ return(terms) }}
 {% endmacro %}
 
@@ -279,8 +330,9 @@
     then joins the cut relations by broadcast instead of shuffling them whole, and a
     relation joined before the changed one in the query no longer meets the others in full.
     The upstreams one equality away from p are also cut to p's key ranges (p.ranges, see
-    _ivm_range_columns): literals, which skip data that the IN filter only drops after reading. -#}
-{% macro _ivm_reduced_relations(edges, relations, p) %}
+    _ivm_range_columns): literals, which skip data that the IN filter only drops after reading.
+    `cuts`, when given, receives each cut upstream's predicate (on its relation's columns). -#}
+{% macro _ivm_reduced_relations(edges, relations, p, cuts=none) %}
   {%- if not p.get('broadcast') or not edges -%}{{ return(relations) }}{%- endif -%}
   {%- set out = {} -%}
   {%- do out.update(relations) -%}
@@ -299,12 +351,12 @@
         {%- endfor -%}
       {%- endfor -%}
       {%- for y, cols in partners | dictsort -%}
-        {%- set cuts = [] -%}
+        {%- set ranged = [] -%}
         {%- set lists = [] -%}
         {%- for cy in cols.mine if a == p.index -%}
           {%- set r = (p.get('ranges') or {}).get(cols.theirs[loop.index0]) -%}
           {%- if r and (y ~ '.' ~ cy) in r.partners -%}
-            {%- do cuts.append(' and ' ~ dbt_ivm._ivm_quote(cy) ~ ' between ' ~ r.lo ~ ' and ' ~ r.hi) -%}
+            {%- do ranged.append(' and ' ~ dbt_ivm._ivm_quote(cy) ~ ' between ' ~ r.lo ~ ' and ' ~ r.hi) -%}
             {%- if r.get('keys') is not none -%}
               {%- do lists.append(dbt_ivm._ivm_quote(cy) ~ ' in (' ~ r['keys'] | join(', ') ~ ')' if r['keys'] else 'false') -%}
             {%- endif -%}
@@ -315,7 +367,8 @@
         {%- set cut = lists | join(' and ') if lists and lists | length == cols.mine | length else
             '(' ~ dbt_ivm._ivm_quote_all(cols.mine) | join(', ') ~ ') in (select ' ~ dbt_ivm._ivm_quote_all(cols.theirs) | join(', ')
             ~ ' from ' ~ out[a] ~ ' __ivm_p)' -%}
-        {%- do out.update({y: '(select * from ' ~ out[y] ~ ' __ivm_r where ' ~ cut ~ cuts | join('') ~ ')'}) -%}
+        {%- do out.update({y: '(select * from ' ~ out[y] ~ ' __ivm_r where ' ~ cut ~ ranged | join('') ~ ')'}) -%}
+        {%- if cuts is not none -%}{%- do cuts.update({y: cut ~ ranged | join('')}) -%}{%- endif -%}
         {%- do reached.append(y) -%}
         {%- do next.append(y) -%}
       {%- endfor -%}

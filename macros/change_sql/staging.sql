@@ -31,7 +31,7 @@
   {%- for c in named if not c.name.startswith('__ivm_') -%}{%- do visible.append(c.name) -%}{%- endfor -%}
   {%- set keys = dbt_ivm._ivm_aggregate_keys(spec, visible) -%}
   {%- set names = dbt_ivm._ivm_aggregate_change_names(spec, visible) -%}
-  {%- set terms = dbt_ivm._ivm_signed_change_terms(spec.delta, plan, edges) -%}
+  {%- set terms = dbt_ivm._ivm_signed_change_terms(spec.delta, plan, edges, spec.sign_of) -%}
   {%- set refresh = spec.refresh['any' if has_deletes else 'inserts'] -%}
   {%- set scratch = none -%}
   {%- set counts = {} -%}
