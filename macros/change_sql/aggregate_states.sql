@@ -23,18 +23,17 @@
   {%- set main = parsed.blocks[0] -%}
   {%- set from_kw = main.clauses['from'] -%}
   {%- set signs = {} -%}
-  {%- for i in hidden | sort -%}{%- do signs.update({i: [{'column': '__ivm_sign', 'name': '__ivm_sign_' ~ i}]}) -%}{%- endfor -%}
-  {%- set sign_names = [] -%}
   {%- set sign_of = {} -%}
-  {%- for i in signs | sort -%}
-    {%- do sign_names.append(signs[i][0].name) -%}
+  {%- for i in hidden | sort -%}
+    {%- do signs.update({i: [{'column': '__ivm_sign', 'name': '__ivm_sign_' ~ i}]}) -%}
     {%- do sign_of.update({i: signs[i][0].name}) -%}
   {%- endfor -%}
   {%- if aggregation.kind == 'distinct' -%}
     {%- set edits = [{'s': main.distinct_pos, 'e': from_kw, 'text': ' ' ~ dbt_ivm._ivm_range_text(parsed, main.select_s, from_kw) ~
         ', count(*) as __ivm_count '}] -%}
     {{ return({'kind': 'distinct', 'full': dbt_ivm._ivm_rewrite_template(parsed, hidden, edits, '\ngroup by all'),
-               'delta': dbt_ivm._ivm_rewrite_template(parsed, signs, edits, '\ngroup by all'), 'signs': sign_names, 'sign_of': sign_of,
+               'delta': dbt_ivm._ivm_rewrite_template(parsed, signs, edits, '\ngroup by all'),
+               'signs': sign_of.values() | list, 'sign_of': sign_of,
                'groups': [], 'states': [], 'calls': [], 'items': main['items'], 'parsed': parsed}) }}
   {%- endif -%}
   {%- set groups = [] -%}

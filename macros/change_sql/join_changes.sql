@@ -74,8 +74,7 @@
   {%- set at = {} -%}
   {%- for q in plan -%}{%- do at.update({template.find(dbt_ivm._ivm_placeholder(q.index)): q.index}) -%}{%- endfor -%}
   {%- set last = at[at.keys() | max] if at else none -%}
-  {%- set rank = {} -%}
-  {%- for q in plan -%}{%- do rank.update({q.index: q.index + (1000000 if q.index == last else 0)}) -%}{%- endfor -%}
+  {%- set order = plan | map(attribute='index') | reject('equalto', last) | sort | list + [last] -%}
   {%- set others = changing | rejectattr('index', 'equalto', last) | list -%}
   {%- set ns = namespace(fold=edges and others | length >= 2) -%}
   {%- for p in others if not (p.get('broadcast') and p.index in signed) -%}{%- set ns.fold = false -%}{%- endfor -%}
@@ -86,7 +85,7 @@
     {%- for q in plan -%}
       {%- if q is sameas p -%}
         {%- do relations.update({q.index: dbt_ivm._ivm_broadcast(p, dbt_ivm._ivm_signed_images_sql(p))}) -%}
-      {%- elif q.changed and rank[q.index] > rank[p.index] -%}
+      {%- elif q.changed and order.index(q.index) > order.index(p.index) -%}
         {%- do relations.update({q.index: '(select *, 1 as __ivm_sign from ' ~ dbt_ivm._ivm_old_version_sql(q) ~ ' __ivm_r)'}) -%}
       {%- else -%}
         {%- do relations.update({q.index: '(select *, 1 as __ivm_sign from ' ~ dbt_ivm.ivm_snapshot_sql(q.up, q.columns, q.to) ~ ' __ivm_r)'}) -%}
