@@ -384,7 +384,7 @@ def test_the_null_key_guard_stays_where_a_deleted_key_can_be_null(
 ) -> None:
     runtime = Runtime.from_directory(MACROS)
     hidden = [{"column": "customer_id", "name": "__ivm_customers__customer_id"}]
-    up = {"kind": "change_log", "unique_key": ["customer_id"], "hidden": hidden, "null_keys": False}
+    up = {"kind": "change_log", "unique_key": ["customer_id"], "hidden": hidden}
     if upstream == "ivm model":
         up = {"name": "customers", "short": "customers", "kind": "change_log"}
         up["relation"] = "analytics.customers"

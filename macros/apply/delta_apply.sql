@@ -187,7 +187,7 @@ when not matched and not __ivm_s.__ivm_del then insert {{ dbt_ivm._ivm_delta_ins
     set, its changed keys under the hidden columns' names, as literal rows when the change
     counts listed them (p.ids) (else none: the slices are found in the table), not_null:
     whether no key has a NULL (listed keys have none, see _ivm_changed_id_literals, and a
-    change set has none unless its upstream's null_keys, see ivm_netted_changes_sql)}. -#}
+    change set has none unless _ivm_keys_may_be_null, see ivm_netted_changes_sql)}. -#}
 {% macro _ivm_delta_join_deletes(plan, repair) %}
   {%- set deleting = [] -%}
   {%- set names = [] -%}
@@ -207,7 +207,7 @@ when not matched and not __ivm_s.__ivm_del then insert {{ dbt_ivm._ivm_delta_ins
                  'not_null': true}) }}
     {%- endif -%}
     {{ return({'identity': names, 'keys': '(select ' ~ renamed | join(', ') ~ ' from ' ~ p.change_view ~ ' __ivm_c)',
-               'not_null': not p.up.get('null_keys')}) }}
+               'not_null': not dbt_ivm._ivm_keys_may_be_null(p.up)}) }}
   {%- endif -%}
   {{ return({'identity': names, 'keys': none, 'not_null': false}) }}
 {% endmacro %}

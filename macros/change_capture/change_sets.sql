@@ -129,9 +129,9 @@
   {%- if with_before -%}
     {%- do pick.append('case when not f.__ivm_is_new then named_struct(' ~ before | join(', ') ~ ') end as __ivm_before') -%}
   {%- endif -%}
-  {#- keys that may be NULL (up.null_keys) are matched with <=>, fine -#}
+  {#- keys that may be NULL (_ivm_keys_may_be_null) are matched with <=>, fine -#}
   {%- set key_null = ['false'] -%}
-  {%- for k in key if not up.get('null_keys') -%}{%- do key_null.append('l.' ~ k ~ ' is null') -%}{%- endfor -%}
+  {%- for k in key if not dbt_ivm._ivm_keys_may_be_null(up) -%}{%- do key_null.append('l.' ~ k ~ ' is null') -%}{%- endfor -%}
   {%- set problem = dbt_ivm._ivm_change_problem_sql('f.__ivm_is_new', 'l.__ivm_is_new', key_null | join(' or ')) -%}
   {%- set sql -%}
 select {{ pick | join(', ') }}, not f.__ivm_is_new as __ivm_old, l.__ivm_is_new as __ivm_new, {{ problem }} as __ivm_problem

@@ -105,7 +105,7 @@
     {%- endif -%}
     {%- do result.append({'uid': uid, 'name': display, 'short': short, 'relation': relation, 'parts': parts, 'snapshots': snapshots,
                           'kind': kind, 'feed': feed, 'unique_key': key, 'change_log': change_log, 'watermark': meta.get('watermark'),
-                          'hidden': hidden, 'null_keys': false, 'problems': problems}) -%}
+                          'hidden': hidden, 'problems': problems}) -%}
   {%- endfor -%}
   {{ return(result) }}
 {% endmacro %}
@@ -250,8 +250,7 @@
   {%- for c in key -%}
     {%- do hidden.append({'column': c, 'name': '__ivm_' ~ up.short ~ '__' ~ modules.re.sub('[^A-Za-z0-9_]', '_', c)}) -%}
   {%- endfor -%}
-  {#- its row key may be a group key, so a change may hold NULL keys (a group of NULL) -#}
-  {%- do up.update({'unique_key': key, 'hidden': hidden, 'ivm_model': true, 'null_keys': true}) -%}
+  {%- do up.update({'unique_key': key, 'hidden': hidden, 'ivm_model': true}) -%}
   {%- if info.provider == 'delta' -%}
     {%- do up.update({'feed': 'delta', 'change_log': up.relation}) -%}
   {%- else -%}
@@ -381,4 +380,10 @@
     {{ exceptions.raise_compiler_error("Model '" ~ model.name ~ "': upstream " ~ upstream ~ " declares the column name '" ~ c
         ~ "' (unique_key or watermark), which is not a column name: no backticks, semicolons or line breaks (nothing was run).") }}
   {%- endfor -%}
+{% endmacro %}
+
+{#- Whether an upstream's row keys may be NULL: only an ivm model's, whose row key may be a
+    group key (a group of NULL); a declared key's NULL is IVM062. -#}
+{% macro _ivm_keys_may_be_null(up) %}
+  {{ return(up.get('ivm_model', false)) }}
 {% endmacro %}

@@ -31,9 +31,11 @@
   {%- if aggregation.kind == 'distinct' -%}
     {%- set edits = [{'s': main.distinct_pos, 'e': from_kw, 'text': ' ' ~ dbt_ivm._ivm_range_text(parsed, main.select_s, from_kw) ~
         ', count(*) as __ivm_count '}] -%}
+    {%- set delta = dbt_ivm._ivm_rewrite_template(parsed, signs, edits, '\ngroup by all') -%}
+    {#- the sign columns in the order the template outputs them (its FROM order), as for an aggregate -#}
+    {%- set sign_names = main.hidden_cols | map(attribute='name') | list -%}
     {{ return({'kind': 'distinct', 'full': dbt_ivm._ivm_rewrite_template(parsed, hidden, edits, '\ngroup by all'),
-               'delta': dbt_ivm._ivm_rewrite_template(parsed, signs, edits, '\ngroup by all'),
-               'signs': sign_of.values() | list, 'sign_of': sign_of,
+               'delta': delta, 'signs': sign_names, 'sign_of': sign_of,
                'groups': [], 'states': [], 'calls': [], 'items': main['items'], 'parsed': parsed}) }}
   {%- endif -%}
   {%- set groups = [] -%}

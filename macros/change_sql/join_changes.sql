@@ -71,29 +71,24 @@
   {%- for p in plan if p.changed and (p.has_new or p.old > 0) -%}{%- do changing.append(p) -%}{%- endfor -%}
   {#- the query's last upstream (in its text) comes last in the telescoping order, so every
       other term reads it at the stored version -#}
-  {%- set at = {} -%}
-  {%- for q in plan -%}{%- do at.update({template.find(dbt_ivm._ivm_placeholder(q.index)): q.index}) -%}{%- endfor -%}
-  {%- set last = at[at.keys() | max] if at else none -%}
-  {%- set order = plan | map(attribute='index') | reject('equalto', last) | sort | list + [last] -%}
+  {%- set ns = namespace(pos=-1, last=none) -%}
+  {%- for q in plan -%}
+    {%- set pos = template.find(dbt_ivm._ivm_placeholder(q.index)) -%}
+    {%- if pos > ns.pos -%}{%- set ns.pos = pos -%}{%- set ns.last = q.index -%}{%- endif -%}
+  {%- endfor -%}
+  {%- set last = ns.last -%}
+  {%- set order = plan | map(attribute='index') | reject('equalto', last) | sort | list + ([last] if last is not none else []) -%}
   {%- set others = changing | rejectattr('index', 'equalto', last) | list -%}
-  {%- set ns = namespace(fold=edges and others | length >= 2) -%}
+  {%- set ns.fold = edges and others | length >= 2 -%}
   {%- for p in others if not (p.get('broadcast') and p.index in signed) -%}{%- set ns.fold = false -%}{%- endfor -%}
   {%- set terms = [] -%}
   {%- set parts = [] -%}
   {%- for p in changing -%}
     {%- set relations = {} -%}
-    {%- for q in plan -%}
-      {%- if q is sameas p -%}
-        {%- do relations.update({q.index: dbt_ivm._ivm_broadcast(p, dbt_ivm._ivm_signed_images_sql(p))}) -%}
-      {%- elif q.changed and order.index(q.index) > order.index(p.index) -%}
-        {%- do relations.update({q.index: '(select *, 1 as __ivm_sign from ' ~ dbt_ivm._ivm_old_version_sql(q) ~ ' __ivm_r)'}) -%}
-      {%- else -%}
-        {%- do relations.update({q.index: '(select *, 1 as __ivm_sign from ' ~ dbt_ivm.ivm_snapshot_sql(q.up, q.columns, q.to) ~ ' __ivm_r)'}) -%}
-      {%- endif -%}
-    {%- endfor -%}
+    {%- for q in plan -%}{%- do relations.update({q.index: dbt_ivm._ivm_term_relation(p, q, order)}) -%}{%- endfor -%}
     {%- if ns.fold and p.index != last -%}
       {%- set cuts = {} -%}
-      {%- do parts.append({'whole': relations, 'cut': dbt_ivm._ivm_reduced_relations(edges, relations, p, cuts), 'cuts': cuts}) -%}
+      {%- do parts.append({'cut': dbt_ivm._ivm_reduced_relations(edges, relations, p, cuts), 'cuts': cuts}) -%}
     {%- else -%}
       {%- do terms.append({'sql': dbt_ivm._ivm_fill_relations(template, dbt_ivm._ivm_reduced_relations(edges, relations, p)),
                            'tagged': []}) -%}
@@ -111,10 +106,11 @@
         {%- endfor -%}
         {%- do relations.update({q.index: '(' ~ branches | join(' union all ') ~ ')'}) -%}
       {%- else -%}
-        {#- cut to the rows some term joins, when every term cuts it -#}
+        {#- the same relation in every folded term (unchanged, or the last upstream at its
+            stored version), cut to the rows some term joins when every term cuts it -#}
         {%- set cuts = [] -%}
         {%- for part in parts if q.index in part.cuts -%}{%- do cuts.append('(' ~ part.cuts[q.index] ~ ')') -%}{%- endfor -%}
-        {%- set whole = parts[0].whole[q.index] -%}
+        {%- set whole = dbt_ivm._ivm_term_relation(others[0], q, order) -%}
         {%- do relations.update({q.index: '(select * from ' ~ whole ~ ' __ivm_r where ' ~ cuts | join(' or ') ~ ')'
             if cuts | length == parts | length else whole}) -%}
       {%- endif -%}
@@ -122,6 +118,18 @@
     {%- do terms.insert(0, {'sql': dbt_ivm._ivm_fill_relations(template, relations), 'tagged': tagged}) -%}
   {%- endif -%}
   {{ return(terms) }}
+{% endmacro %}
+
+{#- Upstream q as the signed term of changed upstream p reads it: p's signed images; a
+    changed upstream later in the telescoping order at its stored version; any other at
+    its new version (unchanged ones are the same at both). -#}
+{% macro _ivm_term_relation(p, q, order) %}
+  {%- if q is sameas p -%}
+    {{ return(dbt_ivm._ivm_broadcast(p, dbt_ivm._ivm_signed_images_sql(p))) }}
+  {%- elif q.changed and order.index(q.index) > order.index(p.index) -%}
+    {{ return('(select *, 1 as __ivm_sign from ' ~ dbt_ivm._ivm_old_version_sql(q) ~ ' __ivm_r)') }}
+  {%- endif -%}
+  {{ return('(select *, 1 as __ivm_sign from ' ~ dbt_ivm.ivm_snapshot_sql(q.up, q.columns, q.to) ~ ' __ivm_r)') }}
 {% endmacro %}
 
 {#- The images of a changed upstream with __ivm_sign: its new images 1, its old images -1.
