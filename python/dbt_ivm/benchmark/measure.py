@@ -47,7 +47,7 @@ def check(
 
 def timed_run(
     project: BenchProject, model: str, profile: SparkProfile | None
-) -> tuple[RunOutcome, dict[str, float] | None]:
+) -> tuple[RunOutcome, dict[str, Any] | None]:
     """`dbt run --select model`, and what Spark did for it when the session's UI is on."""
     start = profile.mark() if profile else None
     outcome = project.run(model)

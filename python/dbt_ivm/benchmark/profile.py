@@ -64,19 +64,32 @@ class SparkProfile:
     def mark(self) -> Mark:
         return self._mark(*self._read())
 
-    def since(self, start: Mark) -> dict[str, float]:
-        """SQL executions, jobs, thousands of rows read and MB shuffled since `start`."""
+    def since(self, start: Mark) -> dict[str, Any]:
+        """SQL executions, jobs, thousands of rows read and MB shuffled since `start`, and
+        the slowest executions (seconds, jobs, the statement's start)."""
         executions, jobs, stages = self._read()
         end = self._mark(executions, jobs, stages)
         new = [s for s in stages if int(s["stageId"]) > start.stage]
+        ran = [e for e in executions if int(e["id"]) > start.execution]
         return asdict(
             Usage(
                 executions=end.execution - start.execution,
                 jobs=end.job - start.job,
                 read_k_rows=round(sum(int(s.get("inputRecords", 0)) for s in new) / 1000, 1),
                 shuffled_mb=round(sum(int(s.get("shuffleReadBytes", 0)) for s in new) / MB, 1),
+                slowest=[_slow(e) for e in sorted(ran, key=lambda e: -int(e.get("duration", 0)))[:SLOWEST]],
             )
         )
+
+
+SLOWEST = 8
+
+
+def _slow(execution: dict[str, Any]) -> dict[str, Any]:
+    """One execution as the profile keeps it: enough to tell which statement it was."""
+    jobs = len(execution.get("successJobIds", [])) + len(execution.get("failedJobIds", []))
+    text = " ".join(str(execution.get("description", "")).split())
+    return {"s": round(int(execution.get("duration", 0)) / 1000, 2), "jobs": jobs, "sql": text[:160]}
 
 
 @dataclass(frozen=True)
@@ -85,3 +98,4 @@ class Usage:
     jobs: int
     read_k_rows: float
     shuffled_mb: float
+    slowest: list[dict[str, Any]]

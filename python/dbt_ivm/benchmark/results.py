@@ -38,9 +38,10 @@ class Sample:
     check: str = "off"  # pass / fail / off / not run
     differences: list[int] | None = None  # rows only in table, only in definition
     rebuild_s: float | None = None  # wall time of `dbt run --select <w>_table`
-    # Spark's SQL executions, jobs, MB read and shuffled of each (when the UI is on)
-    refresh_profile: dict[str, float] | None = None
-    rebuild_profile: dict[str, float] | None = None
+    # Spark's SQL executions, jobs, rows read, MB shuffled and slowest executions of each
+    # (when the UI is on)
+    refresh_profile: dict[str, Any] | None = None
+    rebuild_profile: dict[str, Any] | None = None
     hand_s: float | None = None  # wall time of the hand-written incremental twin (Delta, W3)
     hand_wrong: dict[str, int] | None = None  # its rows extra / missing / stale, so far
     errors: list[str] = field(default_factory=list)
