@@ -6,6 +6,7 @@ the refreshed tables against their definitions."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -298,3 +299,56 @@ def test_a_row_key_column_is_listed_from_the_row_keys(runtime: Runtime) -> None:
     assert (
         runtime.macro("_ivm_key_range_literals")({}, lines["ranged"], {}, lines)["l_orderkey"]["keys"] is None
     )
+
+
+def test_small_changes_list_their_keys_in_the_counting_pass(runtime: Runtime) -> None:
+    """A Delta change whose commits tell their rows, up to 100 times the list maximum, is
+    listed by aggregates of the counting pass; a larger or untold one by subqueries."""
+    p = changed_orders(runtime, ["o_id"], [Column("o_id", "bigint")])
+    inline = runtime.macro("_ivm_inline_lists")
+    p["up"].update({"feed": "delta", "recent_commits": {3: {"rows": 5000}, 4: {"rows": 7}}})
+    p.update({"from": 2, "to": 4})
+    assert inline(p)
+    p["up"]["recent_commits"][3]["rows"] = 100_000
+    assert not inline(p)
+    p["up"]["recent_commits"][3]["rows"] = None
+    assert not inline(p)
+    p["up"]["feed"] = None
+    assert not inline(p)
+    ids = runtime.macro("_ivm_changed_ids_sql")(p, True)
+    assert ids == "to_json(slice(collect_set(array(cast(`o_id` as string))), 1, 1001))"
+    ranged = {"k": {"name": "K", "type": "bigint", "partners": ["1.x"]}}
+    keys = runtime.macro("_ivm_key_sets_sql")(ranged, None, "true", "__ivm_new", True)
+    assert "select" not in keys
+    for sql in (ids, keys):
+        sqlglot.parse_one(f"select {sql} from t", read="spark")
+
+
+@pytest.mark.parametrize("n", [3, 1001])
+def test_key_lists_in_the_counting_pass_equal_the_subqueries(runtime: Runtime, spark, n: int) -> None:
+    """Both forms of the row key and key set lists on one change set (new images, old
+    images, both, NULLs): the same values, and above the maximum both say 'more'."""
+    images = []
+    for i in range(1, n + 1):
+        new_k = "null" if i % 5 == 0 else i % 7
+        old_k = "null" if i % 4 == 0 else i % 3
+        images.append(f"({i}, {new_k}, named_struct('K', {old_k}), {str(i % 2 == 0).lower()})")
+    view = f"(select * from values {', '.join(images)} as v(o_id, K, __ivm_before, __ivm_new))"
+    p = changed_orders(runtime, ["o_id"], [Column("o_id", "bigint")])
+    p["change_view"] = view
+    ranged = {"k": {"name": "K", "type": "bigint", "partners": ["1.x"]}}
+    key_sets = runtime.macro("_ivm_key_sets_sql")
+    ids = runtime.macro("_ivm_changed_ids_sql")
+    one_pass = f"{ids(p, True)} as ids, {key_sets(ranged, None, 'true', '__ivm_new', True)} as keys"
+    inline = spark.sql(f"select {one_pass} from {view} __ivm_c").first()
+    subqueries = f"{ids(p)} as ids, {key_sets(ranged, view + ' __ivm_s', 'true', '__ivm_new', True)} as keys"
+    apart = spark.sql(f"select {subqueries}").first()
+    assert inline is not None and apart is not None
+    listed = [sorted(map(tuple, json.loads(r.ids))) for r in (inline, apart)]
+    keys = [sorted(json.loads(r["keys"]["k"])) for r in (inline, apart)]
+    # new images' K where __ivm_new, old images' K, never NULL
+    assert keys[0] == keys[1] == (["0", "1", "2"] if n == 3 else [str(k) for k in range(7)])
+    if n > 1000:
+        assert [len(ids) for ids in listed] == [1001, 1001]
+    else:
+        assert listed[0] == listed[1] == [(str(i),) for i in range(1, n + 1)]

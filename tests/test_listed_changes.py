@@ -168,6 +168,24 @@ def test_a_change_set_above_the_listing_limit_is_read_from_the_change_data(shop)
     sent = project.statements()
     assert [s for s in writes(sent["by_day"]) if change_reads(project, fmt, "events") in s]
     project.assert_consistent(list(MODELS), "after 101 inserted rows")
+    # above the listing limit, the key lists of a Delta change whose commits bound it are
+    # collected in the counting pass (collect_set) instead of subqueries that net it again
+    counts = [t for t in sent["events_by_group"] if t.startswith("select to_json(array(")]
+    assert len(counts) == 1
+    assert ("collect_set(" in counts[0]) == (fmt == "delta")
+    assert ("select distinct" in counts[0]) == (fmt == "parquet")
+
+    # updated (new and old images, a join column moved) and deleted above the limit
+    if fmt == "delta":
+        project.spark.sql(f"update {project.raw}.events set grp = grp + 1, note = 'moved' where id >= 2000")
+        project.spark.sql(f"delete from {project.raw}.events where id between 2000 and 2010 or id = 13")
+    else:
+        moved = [Op("update", row(i, grp=i % 5 + 1, note="moved")) for i in range(2011, 2101)]
+        events.apply([*moved, *[Op("delete", {"id": i}) for i in [*range(2000, 2011), 13]]])
+    project.run()
+    for model in MODELS:
+        assert project.last_path(model) == "incremental", project.last_refresh(model)
+    project.assert_consistent(list(MODELS), "after 101 rows were updated and 12 deleted")
 
 
 def test_the_bound_on_a_delta_change_comes_from_the_commits_metrics() -> None:

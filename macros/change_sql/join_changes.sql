@@ -271,14 +271,28 @@
 
 {#- SQL the change counts read p's changed row keys with: a JSON array of their text (an
     array per key), at most _ivm_key_list_max() + 1 of them; a NULL string when they are not
-    listable (p.id_types is none). -#}
-{% macro _ivm_changed_ids_sql(p) %}
+    listable (p.id_types is none). inline: an aggregate of the counting pass over the change
+    set (see _ivm_inline_lists), else a subquery that reads it again. -#}
+{% macro _ivm_changed_ids_sql(p, inline=false) %}
   {%- if p.get('id_types') is none -%}{{ return('cast(null as string)') }}{%- endif -%}
   {%- set keys = dbt_ivm._ivm_quote_all(p.up.unique_key) | list -%}
   {%- set texts = [] -%}
   {%- for k in keys -%}{%- do texts.append('cast(' ~ k ~ ' as string)') -%}{%- endfor -%}
+  {%- set limit = dbt_ivm._ivm_key_list_max() + 1 -%}
+  {%- if inline -%}
+    {{ return('to_json(slice(collect_set(array(' ~ texts | join(', ') ~ ')), 1, ' ~ limit ~ '))') }}
+  {%- endif -%}
   {{ return('(select to_json(collect_list(array(' ~ texts | join(', ') ~ '))) from (select distinct ' ~ keys | join(', ')
-      ~ ' from ' ~ p.change_view ~ ' __ivm_i limit ' ~ (dbt_ivm._ivm_key_list_max() + 1) ~ ') __ivm_d)') }}
+      ~ ' from ' ~ p.change_view ~ ' __ivm_i limit ' ~ limit ~ ') __ivm_d)') }}
+{% endmacro %}
+
+{#- Whether the change counts collect p's key lists in their own pass over its change set
+    (collect_set, trimmed to the list maximum) instead of a DISTINCT ... LIMIT subquery that
+    nets the change again: when the change rows are known to be few enough
+    (_ivm_change_rows_bound) for the sets to stay small whatever they hold. -#}
+{% macro _ivm_inline_lists(p) %}
+  {%- set bound = dbt_ivm._ivm_change_rows_bound(p) -%}
+  {{ return(bound is not none and bound <= dbt_ivm._ivm_key_list_max() * 100) }}
 {% endmacro %}
 
 {#- p.ids from the counted text: a list per changed row key of literals of its columns' types
@@ -442,21 +456,29 @@
     of the text of the non-NULL values p's relation has in a term (as _ivm_key_ranges_sql),
     at most _ivm_key_list_max() + 1 of them. DISTINCT ... LIMIT bounds what the subquery
     collects however large the change; more than the max means no list. source: the
-    relation read (with its alias) and where: its filter. -#}
+    relation read (with its alias) and where: its filter; source none: aggregates of the
+    counting pass over the change set instead (see _ivm_inline_lists). -#}
 {% macro _ivm_key_sets_sql(ranged, source, where, new_flag, with_old) %}
   {%- if not ranged -%}{{ return('cast(map() as map<string, string>)') }}{%- endif -%}
   {%- set args = [] -%}
+  {%- set limit = dbt_ivm._ivm_key_list_max() + 1 -%}
   {%- for col, r in ranged | dictsort -%}
     {%- set q = dbt_ivm._ivm_quote(r.name) -%}
-    {%- if with_old -%}
-      {%- set pick = 'select distinct __ivm_key from ' ~ source ~ ' lateral view explode(array(case when ' ~ new_flag ~ ' then '
-          ~ q ~ ' end, __ivm_before.' ~ q ~ ')) __ivm_e as __ivm_key where (' ~ where ~ ') and __ivm_key is not null' -%}
+    {%- if source is none -%}
+      {%- set values = 'collect_set(case when ' ~ new_flag ~ ' then ' ~ q ~ ' end)' -%}
+      {%- if with_old -%}{%- set values = 'array_union(' ~ values ~ ', collect_set(__ivm_before.' ~ q ~ '))' -%}{%- endif -%}
+      {%- set listed = 'to_json(slice(transform(' ~ values ~ ', __ivm_v -> cast(__ivm_v as string)), 1, ' ~ limit ~ '))' -%}
     {%- else -%}
-      {%- set pick = 'select distinct ' ~ q ~ ' as __ivm_key from ' ~ source ~ ' where (' ~ where ~ ') and (' ~ new_flag ~ ') and '
-          ~ q ~ ' is not null' -%}
+      {%- if with_old -%}
+        {%- set pick = 'select distinct __ivm_key from ' ~ source ~ ' lateral view explode(array(case when ' ~ new_flag ~ ' then '
+            ~ q ~ ' end, __ivm_before.' ~ q ~ ')) __ivm_e as __ivm_key where (' ~ where ~ ') and __ivm_key is not null' -%}
+      {%- else -%}
+        {%- set pick = 'select distinct ' ~ q ~ ' as __ivm_key from ' ~ source ~ ' where (' ~ where ~ ') and (' ~ new_flag ~ ') and '
+            ~ q ~ ' is not null' -%}
+      {%- endif -%}
+      {%- set listed = '(select to_json(collect_list(cast(__ivm_key as string))) from (' ~ pick ~ ' limit ' ~ limit ~ ') __ivm_d)' -%}
     {%- endif -%}
-    {%- do args.append(dbt_ivm._ivm_string_literal(col) ~ ', (select to_json(collect_list(cast(__ivm_key as string))) from ('
-        ~ pick ~ ' limit ' ~ (dbt_ivm._ivm_key_list_max() + 1) ~ ') __ivm_d)') -%}
+    {%- do args.append(dbt_ivm._ivm_string_literal(col) ~ ', ' ~ listed) -%}
   {%- endfor -%}
   {{ return('map(' ~ args | join(', ') ~ ')') }}
 {% endmacro %}
