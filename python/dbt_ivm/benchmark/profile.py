@@ -66,7 +66,7 @@ class SparkProfile:
 
     def since(self, start: Mark) -> dict[str, Any]:
         """SQL executions, jobs, thousands of rows read and MB shuffled since `start`, and
-        the slowest executions (seconds, jobs, the statement's start)."""
+        the slowest executions (seconds, jobs, Spark's description)."""
         executions, jobs, stages = self._read()
         end = self._mark(executions, jobs, stages)
         new = [s for s in stages if int(s["stageId"]) > start.stage]
@@ -86,10 +86,12 @@ SLOWEST = 8
 
 
 def _slow(execution: dict[str, Any]) -> dict[str, Any]:
-    """One execution as the profile keeps it: enough to tell which statement it was."""
+    """One execution as the profile keeps it. Spark's description is the call site of a
+    statement dbt sent (a MERGE's is "sql"), or the operation of Delta's own queries
+    ("MERGE operation - materialize source")."""
     jobs = len(execution.get("successJobIds", [])) + len(execution.get("failedJobIds", []))
     text = " ".join(str(execution.get("description", "")).split())
-    return {"s": round(int(execution.get("duration", 0)) / 1000, 2), "jobs": jobs, "sql": text[:160]}
+    return {"s": round(int(execution.get("duration", 0)) / 1000, 2), "jobs": jobs, "description": text[:160]}
 
 
 @dataclass(frozen=True)
