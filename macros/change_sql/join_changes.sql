@@ -457,7 +457,7 @@
     at most _ivm_key_list_max() + 1 of them. DISTINCT ... LIMIT bounds what the subquery
     collects however large the change; more than the max means no list. source: the
     relation read (with its alias) and where: its filter; source none: aggregates of the
-    counting pass over the change set instead (see _ivm_inline_lists). -#}
+    counting pass over the relation instead (see _ivm_inline_lists), where filtering them. -#}
 {% macro _ivm_key_sets_sql(ranged, source, where, new_flag, with_old) %}
   {%- if not ranged -%}{{ return('cast(map() as map<string, string>)') }}{%- endif -%}
   {%- set args = [] -%}
@@ -465,8 +465,10 @@
   {%- for col, r in ranged | dictsort -%}
     {%- set q = dbt_ivm._ivm_quote(r.name) -%}
     {%- if source is none -%}
-      {%- set values = 'collect_set(case when ' ~ new_flag ~ ' then ' ~ q ~ ' end)' -%}
-      {%- if with_old -%}{%- set values = 'array_union(' ~ values ~ ', collect_set(__ivm_before.' ~ q ~ '))' -%}{%- endif -%}
+      {%- set values = 'collect_set(case when (' ~ where ~ ') and (' ~ new_flag ~ ') then ' ~ q ~ ' end)' -%}
+      {%- if with_old -%}
+        {%- set values = 'array_union(' ~ values ~ ', collect_set(case when ' ~ where ~ ' then __ivm_before.' ~ q ~ ' end))' -%}
+      {%- endif -%}
       {%- set listed = 'to_json(slice(transform(' ~ values ~ ', __ivm_v -> cast(__ivm_v as string)), 1, ' ~ limit ~ '))' -%}
     {%- else -%}
       {%- if with_old -%}
