@@ -349,6 +349,6 @@ def test_key_lists_in_the_counting_pass_equal_the_subqueries(runtime: Runtime, s
     # new images' K where __ivm_new, old images' K, never NULL
     assert keys[0] == keys[1] == (["0", "1", "2"] if n == 3 else [str(k) for k in range(7)])
     if n > 1000:
-        assert [len(ids) for ids in listed] == [1001, 1001]
+        assert [len(keys_listed) for keys_listed in listed] == [1001, 1001]
     else:
         assert listed[0] == listed[1] == [(str(i),) for i in range(1, n + 1)]
