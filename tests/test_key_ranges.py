@@ -305,10 +305,16 @@ def test_small_changes_list_their_keys_in_the_counting_pass(runtime: Runtime) ->
     """A Delta change whose commits tell their rows, up to 100 times the list maximum, is
     listed by aggregates of the counting pass; a larger or untold one by subqueries."""
     p = changed_orders(runtime, ["o_id"], [Column("o_id", "bigint")])
-    inline = runtime.macro("_ivm_inline_lists")
+    listing = runtime.macro("_ivm_key_listing")
+
+    def inline(p: dict) -> bool:
+        listing(p)
+        return p["inline_lists"]
+
     p["up"].update({"feed": "delta", "recent_commits": {3: {"rows": 5000}, 4: {"rows": 7}}})
     p.update({"from": 2, "to": 4})
     assert inline(p)
+    assert p["change_bound"] == 5007
     p["up"]["recent_commits"][3]["rows"] = 100_000
     assert not inline(p)
     p["up"]["recent_commits"][3]["rows"] = None
@@ -318,7 +324,7 @@ def test_small_changes_list_their_keys_in_the_counting_pass(runtime: Runtime) ->
     ids = runtime.macro("_ivm_changed_ids_sql")(p, True)
     assert ids == "to_json(slice(collect_set(array(cast(`o_id` as string))), 1, 1001))"
     ranged = {"k": {"name": "K", "type": "bigint", "partners": ["1.x"]}}
-    keys = runtime.macro("_ivm_key_sets_sql")(ranged, None, "true", "__ivm_new", True)
+    keys = runtime.macro("_ivm_key_sets_sql")(ranged, "cv __ivm_s", "true", "__ivm_new", True, True)
     assert "select" not in keys
     for sql in (ids, keys):
         sqlglot.parse_one(f"select {sql} from t", read="spark")
@@ -339,7 +345,7 @@ def test_key_lists_in_the_counting_pass_equal_the_subqueries(runtime: Runtime, s
     ranged = {"k": {"name": "K", "type": "bigint", "partners": ["1.x"]}}
     key_sets = runtime.macro("_ivm_key_sets_sql")
     ids = runtime.macro("_ivm_changed_ids_sql")
-    one_pass = f"{ids(p, True)} as ids, {key_sets(ranged, None, 'true', '__ivm_new', True)} as keys"
+    one_pass = f"{ids(p, True)} as ids, {key_sets(ranged, view, 'true', '__ivm_new', True, True)} as keys"
     inline = spark.sql(f"select {one_pass} from {view} __ivm_c").first()
     subqueries = f"{ids(p)} as ids, {key_sets(ranged, view + ' __ivm_s', 'true', '__ivm_new', True)} as keys"
     apart = spark.sql(f"select {subqueries}").first()

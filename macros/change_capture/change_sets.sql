@@ -326,11 +326,11 @@ where ({{ problem }}) is not null or ((not f.__ivm_is_new or l.__ivm_is_new)
 {#- The aggregate the change counts collect p's change set with, in their own pass over it:
     a JSON array of its rows as text (the columns, with_before the old image's, then
     __ivm_old and __ivm_new), NULL above _ivm_row_list_max() rows; none when they cannot be
-    listed or are not known to be few (_ivm_change_rows_bound), which keeps what the
-    aggregate holds small whatever the change. -#}
+    listed or are not known to be few (p.change_bound, see _ivm_key_listing), which keeps
+    what the aggregate holds small whatever the change. -#}
 {% macro _ivm_changed_rows_sql(p, with_before) %}
   {%- set columns = p.row_columns -%}
-  {%- set bound = dbt_ivm._ivm_change_rows_bound(p) -%}
+  {%- set bound = p.change_bound -%}
   {%- if columns is none or bound is none or bound > dbt_ivm._ivm_row_list_max() -%}{{ return(none) }}{%- endif -%}
   {%- set texts = [] -%}
   {%- for c in columns -%}{%- do texts.append(dbt_ivm._ivm_row_text_sql(dbt_ivm._ivm_quote(c.name), c.data_type)) -%}{%- endfor -%}

@@ -12,8 +12,8 @@
 
 {#- plan: list of per-upstream dicts {up, columns, from, to, changed, change_view (the netted
     change set as a relation in FROM), has_new, broadcast, ranges (see
-    _ivm_key_range_literals), ids, id_types, by_ids (see _ivm_changed_id_literals,
-    _ivm_listable_key_types, _ivm_ranged_by_ids), lists_ids (the change counts list its
+    _ivm_key_range_literals), ids (see _ivm_changed_id_literals), id_types, by_ids,
+    change_bound, inline_lists (see _ivm_key_listing), lists_ids (the change counts list its
     changed row keys), row_columns (see _ivm_listable_row_columns)}. -#}
 {% macro ivm_join_insert_sql(template, plan, edges=[]) %}
   {{ return(adapter.dispatch('ivm_join_insert_sql', 'dbt_ivm')(template, plan, edges)) }}
@@ -272,7 +272,7 @@
 {#- SQL the change counts read p's changed row keys with: a JSON array of their text (an
     array per key), at most _ivm_key_list_max() + 1 of them; a NULL string when they are not
     listable (p.id_types is none). inline: an aggregate of the counting pass over the change
-    set (see _ivm_inline_lists), else a subquery that reads it again. -#}
+    set (p.inline_lists, see _ivm_key_listing), else a subquery that reads it again. -#}
 {% macro _ivm_changed_ids_sql(p, inline=false) %}
   {%- if p.get('id_types') is none -%}{{ return('cast(null as string)') }}{%- endif -%}
   {%- set keys = dbt_ivm._ivm_quote_all(p.up.unique_key) | list -%}
@@ -284,15 +284,6 @@
   {%- endif -%}
   {{ return('(select to_json(collect_list(array(' ~ texts | join(', ') ~ '))) from (select distinct ' ~ keys | join(', ')
       ~ ' from ' ~ p.change_view ~ ' __ivm_i limit ' ~ limit ~ ') __ivm_d)') }}
-{% endmacro %}
-
-{#- Whether the change counts collect p's key lists in their own pass over its change set
-    (collect_set, trimmed to the list maximum) instead of a DISTINCT ... LIMIT subquery that
-    nets the change again: when the change rows are known to be few enough
-    (_ivm_change_rows_bound) for the sets to stay small whatever they hold. -#}
-{% macro _ivm_inline_lists(p) %}
-  {%- set bound = dbt_ivm._ivm_change_rows_bound(p) -%}
-  {{ return(bound is not none and bound <= dbt_ivm._ivm_key_list_max() * 100) }}
 {% endmacro %}
 
 {#- p.ids from the counted text: a list per changed row key of literals of its columns' types
@@ -456,15 +447,16 @@
     of the text of the non-NULL values p's relation has in a term (as _ivm_key_ranges_sql),
     at most _ivm_key_list_max() + 1 of them. DISTINCT ... LIMIT bounds what the subquery
     collects however large the change; more than the max means no list. source: the
-    relation read (with its alias) and where: its filter; source none: aggregates of the
-    counting pass over the relation instead (see _ivm_inline_lists), where filtering them. -#}
-{% macro _ivm_key_sets_sql(ranged, source, where, new_flag, with_old) %}
+    relation read (with its alias) and where: its filter; inline: aggregates of the
+    counting pass over that relation instead (p.inline_lists, see _ivm_key_listing), where
+    filtering them. -#}
+{% macro _ivm_key_sets_sql(ranged, source, where, new_flag, with_old, inline=false) %}
   {%- if not ranged -%}{{ return('cast(map() as map<string, string>)') }}{%- endif -%}
   {%- set args = [] -%}
   {%- set limit = dbt_ivm._ivm_key_list_max() + 1 -%}
   {%- for col, r in ranged | dictsort -%}
     {%- set q = dbt_ivm._ivm_quote(r.name) -%}
-    {%- if source is none -%}
+    {%- if inline -%}
       {%- set values = 'collect_set(case when (' ~ where ~ ') and (' ~ new_flag ~ ') then ' ~ q ~ ' end)' -%}
       {%- if with_old -%}
         {%- set values = 'array_union(' ~ values ~ ', collect_set(case when ' ~ where ~ ' then __ivm_before.' ~ q ~ ' end))' -%}
@@ -486,11 +478,16 @@
 {% endmacro %}
 
 {#- How the change count lists p's row keys, set on p once per changed upstream: p.id_types
-    (see _ivm_listable_key_types; none without a change log) and p.by_ids (see
-    _ivm_ranged_by_ids). -#}
+    (see _ivm_listable_key_types; none without a change log), p.by_ids (see
+    _ivm_ranged_by_ids), p.change_bound (see _ivm_change_rows_bound) and p.inline_lists:
+    whether the lists are aggregates of the counting pass over the change set (collect_set,
+    trimmed to the list maximum) instead of DISTINCT ... LIMIT subqueries that net the
+    change again, when the change rows are known to be few enough for the sets to stay
+    small whatever they hold. -#}
 {% macro _ivm_key_listing(p) %}
   {%- do p.update({'id_types': dbt_ivm._ivm_listable_key_types(p) if p.up.kind == 'change_log' else none}) -%}
-  {%- do p.update({'by_ids': dbt_ivm._ivm_ranged_by_ids(p)}) -%}
+  {%- do p.update({'by_ids': dbt_ivm._ivm_ranged_by_ids(p), 'change_bound': dbt_ivm._ivm_change_rows_bound(p)}) -%}
+  {%- do p.update({'inline_lists': p.change_bound is not none and p.change_bound <= dbt_ivm._ivm_key_list_max() * 100}) -%}
 {% endmacro %}
 
 {#- The range columns of p that are columns of its row key, when its row keys can be listed

@@ -233,7 +233,8 @@
   {%- for p in plan -%}
     {%- set after = versions_from.get(p.up.name) -%}
     {%- do p.update({'from': after, 'to': entry.versions_to[p.up.name], 'change_view': none, 'old': 0, 'has_new': false,
-                     'broadcast': false, 'ranges': {}, 'ids': none, 'id_types': none, 'by_ids': {}}) -%}
+                     'broadcast': false, 'ranges': {}, 'ids': none, 'id_types': none, 'by_ids': {},
+                     'change_bound': none, 'inline_lists': false}) -%}
     {%- do p.update({'changed': p['from'] != p.to}) -%}
     {%- do p.update({'ranged': dbt_ivm._ivm_range_columns(p, plan, inputs.edges) if p.changed else {}}) -%}
     {%- if p.changed and p.up.kind == 'change_log' -%}
@@ -247,13 +248,11 @@
       {%- for col, r in p.ranged.items() if col not in p.by_ids -%}{%- do own.update({col: r}) -%}{%- endfor -%}
       {#- a small change's rows, collected in the same pass; its key lists then come from them -#}
       {%- set rows = dbt_ivm._ivm_changed_rows_sql(p, with_before) -%}
-      {#- else its key lists, in the same pass when the change is known to be small enough -#}
-      {%- set inline = dbt_ivm._ivm_inline_lists(p) -%}
       {%- do counters.append('(select named_struct(\'rows\', count(*), \'old\', count_if(__ivm_old), \'new\', count_if(__ivm_new), '
           ~ '\'problem\', min(__ivm_problem), \'problems\', count(__ivm_problem), \'ranges\', '
           ~ dbt_ivm._ivm_key_ranges_sql(p.ranged, '__ivm_new', with_before) ~ ', \'keys\', '
-          ~ dbt_ivm._ivm_key_sets_sql({} if rows else own, none if inline else p.change_view ~ ' __ivm_s', 'true', '__ivm_new', with_before)
-          ~ ', \'ids\', ' ~ (dbt_ivm._ivm_changed_ids_sql(p, inline) if p.lists_ids and not rows else 'cast(null as string)')
+          ~ dbt_ivm._ivm_key_sets_sql({} if rows else own, p.change_view ~ ' __ivm_s', 'true', '__ivm_new', with_before, p.inline_lists)
+          ~ ', \'ids\', ' ~ (dbt_ivm._ivm_changed_ids_sql(p, p.inline_lists) if p.lists_ids and not rows else 'cast(null as string)')
           ~ ', \'rows_listed\', ' ~ (rows or 'cast(null as string)')
           ~ ') from ' ~ p.change_view ~ ' __ivm_c)') -%}
     {%- elif p.changed -%}
