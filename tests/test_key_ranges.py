@@ -125,7 +125,7 @@ def test_partners_one_equality_away_are_cut_to_the_range(runtime: Runtime) -> No
         }
     )
     relations = {i: f"up{i}" for i in range(4)}
-    out = runtime.macro("_ivm_reduced_relations")(EDGES, relations, changed)
+    out = runtime.macro("_ivm_reduced_relations")(EDGES, relations, changed, steps)
     assert "`l_orderkey` between cast('100' as bigint) and cast('250' as bigint)" in out[1]
     assert "`c_custkey` between cast('7' as int) and cast('7' as int)" in out[2]
     # the part is cut by the lineitems the range cut, not by a range of its own
@@ -138,7 +138,7 @@ def test_no_range_without_counted_ranges(runtime: Runtime) -> None:
     steps = plan()
     changed = steps[0]
     changed.update({"broadcast": True})
-    out = runtime.macro("_ivm_reduced_relations")(EDGES, {i: f"up{i}" for i in range(4)}, changed)
+    out = runtime.macro("_ivm_reduced_relations")(EDGES, {i: f"up{i}" for i in range(4)}, changed, steps)
     assert all("between" not in relation for relation in out.values())
 
 
@@ -191,7 +191,7 @@ def counted(
 def test_key_lists_replace_the_in_subquery_one_equality_away(runtime: Runtime) -> None:
     steps = plan()
     counted(runtime, steps[0], steps, {"o_orderkey": '["100", "250"]', "o_custkey": "[]"})
-    out = runtime.macro("_ivm_reduced_relations")(KEY_EDGES, {i: f"up{i}" for i in range(4)}, steps[0])
+    out = runtime.macro("_ivm_reduced_relations")(KEY_EDGES, {i: f"up{i}" for i in range(4)}, steps[0], steps)
     assert (
         "where `l_orderkey` in (cast('100' as bigint), cast('250' as bigint)) and `l_orderkey` between"
         in out[1]
@@ -208,13 +208,13 @@ def test_key_lists_replace_the_in_subquery_one_equality_away(runtime: Runtime) -
 def test_a_column_without_a_list_keeps_the_in_subquery(runtime: Runtime) -> None:
     steps = plan()
     counted(runtime, steps[0], steps, {"o_orderkey": json_list(range(1001)), "o_custkey": '["7"]'})
-    out = runtime.macro("_ivm_reduced_relations")(KEY_EDGES, {i: f"up{i}" for i in range(4)}, steps[0])
+    out = runtime.macro("_ivm_reduced_relations")(KEY_EDGES, {i: f"up{i}" for i in range(4)}, steps[0], steps)
     assert "(`l_orderkey`) in (select `o_orderkey` from up0 __ivm_p)" in out[1]
     assert "where `c_custkey` in (cast('7' as int)) and" in out[2]
     # joined on several columns, one of them not ranged (a double): the subquery stays
     steps = plan()
     counted(runtime, steps[0], steps, {"o_orderkey": '["100"]', "o_custkey": '["7"]'})
-    out = runtime.macro("_ivm_reduced_relations")(EDGES, {i: f"up{i}" for i in range(4)}, steps[0])
+    out = runtime.macro("_ivm_reduced_relations")(EDGES, {i: f"up{i}" for i in range(4)}, steps[0], steps)
     assert "(`l_orderkey`, `l_total`) in (select `o_orderkey`, `o_total` from up0 __ivm_p)" in out[1]
 
 
@@ -358,3 +358,51 @@ def test_key_lists_in_the_counting_pass_equal_the_subqueries(runtime: Runtime, s
         assert [len(keys_listed) for keys_listed in listed] == [1001, 1001]
     else:
         assert listed[0] == listed[1] == [(str(i),) for i in range(1, n + 1)]
+
+
+def lineitem_changed(runtime: Runtime, orders_key: list[str]) -> list[dict[str, Any]]:
+    """lineitem (1) changed, its order keys listed and its part keys too many to list;
+    orders (0) keyed by orders_key."""
+    steps = plan()
+    steps[0]["up"] = {"unique_key": orders_key}
+    steps[1]["up"] = {"unique_key": ["l_orderkey", "l_linenumber"]}
+    changed = steps[1]
+    ranged = runtime.macro("_ivm_range_columns")(changed, steps, KEY_EDGES)
+    bounds = {"min:l_orderkey": "100", "max:l_orderkey": "250", "min:l_partkey": "1", "max:l_partkey": "9"}
+    sets = {"l_orderkey": '["100", "250"]', "l_partkey": json_list(range(1001))}
+    literals = runtime.macro("_ivm_key_range_literals")(bounds, ranged, sets, changed)
+    changed.update({"broadcast": True, "ranges": literals})
+    return steps
+
+
+def test_a_leaf_joined_to_a_bounded_partner_is_not_cut_by_a_subquery(runtime: Runtime) -> None:
+    steps = lineitem_changed(runtime, ["o_orderkey"])
+    cuts: dict[int, str] = {}
+    reduce = runtime.macro("_ivm_reduced_relations")
+    out = reduce(KEY_EDGES, {i: f"up{i}" for i in range(4)}, steps[1], steps, cuts)
+    # orders is cut by literals on its whole row key: at most two rows, broadcast
+    assert out[0].startswith(
+        "(select /*+ BROADCAST */ * from (select * from up0 __ivm_r where `o_orderkey` in "
+        "(cast('100' as bigint), cast('250' as bigint)) and `o_orderkey` between"
+    )
+    # customer, joined to orders only, is streamed through that broadcast join: no subquery
+    assert out[2] == "up2"
+    assert 2 not in cuts
+    # part, joined to the changed lineitem only, keeps its range but reads no change again
+    assert (
+        out[3]
+        == "(select * from up3 __ivm_r where `p_partkey` between cast('1' as bigint) and cast('9' as bigint))"
+    )
+    assert cuts[3] == "`p_partkey` between cast('1' as bigint) and cast('9' as bigint)"
+    for relation in out.values():
+        sqlglot.parse_one(f"select * from {relation} t", read="spark")
+
+
+def test_a_partner_listed_on_part_of_its_row_key_is_not_bounded(runtime: Runtime) -> None:
+    steps = lineitem_changed(runtime, ["o_orderkey", "o_day"])
+    out = runtime.macro("_ivm_reduced_relations")(KEY_EDGES, {i: f"up{i}" for i in range(4)}, steps[1], steps)
+    assert "BROADCAST" not in out[0]
+    assert (
+        out[2]
+        == f"(select * from up2 __ivm_r where (`c_custkey`) in (select `o_custkey` from {out[0]} __ivm_p))"
+    )

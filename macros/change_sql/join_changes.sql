@@ -45,7 +45,7 @@
         {%- do relations.update({q.index: dbt_ivm.ivm_snapshot_sql(q.up, q.columns, q.to)}) -%}
       {%- endif -%}
     {%- endfor -%}
-    {%- do terms.append(dbt_ivm._ivm_fill_relations(template, dbt_ivm._ivm_reduced_relations(edges, relations, p))) -%}
+    {%- do terms.append(dbt_ivm._ivm_fill_relations(template, dbt_ivm._ivm_reduced_relations(edges, relations, p, plan))) -%}
   {%- endfor -%}
   {{ return(terms) }}
 {% endmacro %}
@@ -88,9 +88,9 @@
     {%- for q in plan -%}{%- do relations.update({q.index: dbt_ivm._ivm_term_relation(p, q, order)}) -%}{%- endfor -%}
     {%- if ns.fold and p.index != last -%}
       {%- set cuts = {} -%}
-      {%- do parts.append({'cut': dbt_ivm._ivm_reduced_relations(edges, relations, p, cuts), 'cuts': cuts}) -%}
+      {%- do parts.append({'cut': dbt_ivm._ivm_reduced_relations(edges, relations, p, plan, cuts), 'cuts': cuts}) -%}
     {%- else -%}
-      {%- do terms.append({'sql': dbt_ivm._ivm_fill_relations(template, dbt_ivm._ivm_reduced_relations(edges, relations, p)),
+      {%- do terms.append({'sql': dbt_ivm._ivm_fill_relations(template, dbt_ivm._ivm_reduced_relations(edges, relations, p, plan)),
                            'tagged': []}) -%}
     {%- endif -%}
   {%- endfor -%}
@@ -343,12 +343,27 @@
     relation joined before the changed one in the query no longer meets the others in full.
     The upstreams one equality away from p are also cut to p's key ranges (p.ranges, see
     _ivm_range_columns): literals, which skip data that the IN filter only drops after reading.
+    A leaf of the join graph (an upstream joined to one other only) whose partner is bounded
+    gets no IN subquery: joining it to the broadcast partner streams it once, as the cut
+    would, without reading the partner again. Bounded: p, and an upstream cut by lists of
+    literals on every column of its row key (plan: the upstreams, for their row keys), which
+    holds at most that many rows and is then broadcast.
     `cuts`, when given, receives each cut upstream's predicate (on its relation's columns). -#}
-{% macro _ivm_reduced_relations(edges, relations, p, cuts=none) %}
+{% macro _ivm_reduced_relations(edges, relations, p, plan, cuts=none) %}
   {%- if not p.get('broadcast') or not edges -%}{{ return(relations) }}{%- endif -%}
   {%- set out = {} -%}
   {%- do out.update(relations) -%}
   {%- set reached = [p.index] -%}
+  {%- set bounded = [p.index] -%}
+  {%- set hinted = [p.index] -%}
+  {%- set neighbours = {} -%}
+  {%- for e in edges -%}
+    {%- for x, y in [(e.a, e.b), (e.b, e.a)] if y not in neighbours.get(x, []) -%}
+      {%- do neighbours.update({x: neighbours.get(x, []) + [y]}) -%}
+    {%- endfor -%}
+  {%- endfor -%}
+  {%- set row_keys = {} -%}
+  {%- for q in plan -%}{%- do row_keys.update({q.index: (q.get('up') or {}).get('unique_key') or []}) -%}{%- endfor -%}
   {#- breadth first: each round cuts the upstreams one equality away from those cut before -#}
   {%- set frontier = namespace(items=[p.index]) -%}
   {%- for _ in relations if frontier.items -%}
@@ -365,22 +380,38 @@
       {%- for y, cols in partners | dictsort -%}
         {%- set ranged = [] -%}
         {%- set lists = [] -%}
+        {%- set listed = [] -%}
         {%- for cy in cols.mine if a == p.index -%}
           {%- set r = (p.get('ranges') or {}).get(cols.theirs[loop.index0]) -%}
           {%- if r and (y ~ '.' ~ cy) in r.partners -%}
-            {%- do ranged.append(' and ' ~ dbt_ivm._ivm_quote(cy) ~ ' between ' ~ r.lo ~ ' and ' ~ r.hi) -%}
+            {%- do ranged.append(dbt_ivm._ivm_quote(cy) ~ ' between ' ~ r.lo ~ ' and ' ~ r.hi) -%}
             {%- if r.get('keys') is not none -%}
               {%- do lists.append(dbt_ivm._ivm_quote(cy) ~ ' in (' ~ r['keys'] | join(', ') ~ ')' if r['keys'] else 'false') -%}
+              {%- do listed.append(cy | lower) -%}
             {%- endif -%}
           {%- endif -%}
         {%- endfor -%}
         {#- every column listed: the lists replace the IN subquery (a superset of its rows when
             they are several columns, which the join itself then matches) -#}
-        {%- set cut = lists | join(' and ') if lists and lists | length == cols.mine | length else
-            '(' ~ dbt_ivm._ivm_quote_all(cols.mine) | join(', ') ~ ') in (select ' ~ dbt_ivm._ivm_quote_all(cols.theirs) | join(', ')
-            ~ ' from ' ~ out[a] ~ ' __ivm_p)' -%}
-        {%- do out.update({y: '(select * from ' ~ out[y] ~ ' __ivm_r where ' ~ cut ~ ranged | join('') ~ ')'}) -%}
-        {%- if cuts is not none -%}{%- do cuts.update({y: cut ~ ranged | join('')}) -%}{%- endif -%}
+        {%- set conditions = [] -%}
+        {%- if lists and lists | length == cols.mine | length -%}
+          {%- do conditions.append(lists | join(' and ')) -%}
+          {%- set key = row_keys[y] | map('lower') | list -%}
+          {%- if key and key | reject('in', listed) | list | length == 0 -%}{%- do bounded.append(y) -%}{%- endif -%}
+        {%- elif neighbours[y] == [a] and a in bounded -%}
+          {%- if a not in hinted -%}
+            {%- do out.update({a: '(select /*+ BROADCAST */ * from ' ~ out[a] ~ ' __ivm_b)'}) -%}
+            {%- do hinted.append(a) -%}
+          {%- endif -%}
+        {%- else -%}
+          {%- do conditions.append('(' ~ dbt_ivm._ivm_quote_all(cols.mine) | join(', ') ~ ') in (select '
+              ~ dbt_ivm._ivm_quote_all(cols.theirs) | join(', ') ~ ' from ' ~ out[a] ~ ' __ivm_p)') -%}
+        {%- endif -%}
+        {%- set cut = (conditions + ranged) | join(' and ') -%}
+        {%- if cut -%}
+          {%- do out.update({y: '(select * from ' ~ out[y] ~ ' __ivm_r where ' ~ cut ~ ')'}) -%}
+          {%- if cuts is not none -%}{%- do cuts.update({y: cut}) -%}{%- endif -%}
+        {%- endif -%}
         {%- do reached.append(y) -%}
         {%- do next.append(y) -%}
       {%- endfor -%}
