@@ -21,9 +21,8 @@ demo: setup
 lint: setup
 	$(BIN)/ruff check python tests
 
-# two test processes (each its own Spark session), a test module's tests in one of them
 test: lint
-	$(BIN)/python -m pytest -n 2 --dist loadfile
+	$(BIN)/python -m pytest
 
 # the fast tier: analysis, change SQL and CLI at macro level, no Spark session (about 2 minutes)
 quick: lint
