@@ -406,3 +406,47 @@ def test_a_partner_listed_on_part_of_its_row_key_is_not_bounded(runtime: Runtime
         out[2]
         == f"(select * from up2 __ivm_r where (`c_custkey`) in (select `o_custkey` from {out[0]} __ivm_p))"
     )
+
+
+LOOSE_NAMES = ["a.y", "a.z", "a.p"]
+
+
+@pytest.mark.parametrize(
+    ("sql", "loose"),
+    [
+        # only equalities of qualified columns: every upstream may be a leaf
+        (
+            "select y.v from a.y y join a.p p on p.k = y.k and y.d > date '2020-01-01' "
+            "join a.z z on z.k = y.k",
+            [],
+        ),
+        # a theta condition relates y to z: neither is a leaf of the equality graph
+        ("select y.v from a.y y join a.z z on y.x > z.x and z.a = z.b join a.p p on p.k = y.k", [0, 1]),
+        # in the WHERE clause of comma joins; an equality of expressions is no edge either
+        ("select y.v from a.y y, a.z z, a.p p where p.k = y.k and y.x > z.x", [0, 1]),
+        ("select y.v from a.y y join a.z z on coalesce(y.j, 0) = z.j join a.p p on p.k = y.k", [0, 1]),
+        # an unqualified column may belong to any item of the block
+        ("select y.v from a.y y join a.z z on z.j = j join a.p p on p.k = y.k", [0, 1, 2]),
+        # USING
+        ("select y.v from a.y y join a.z z using (x) join a.p p on p.k = y.k", [0, 1, 2]),
+        # a derived table
+        ("select y.v from a.y y join (select k from a.z) d on d.k = y.k join a.p p on p.k = y.k", [0]),
+    ],
+)
+def test_upstreams_joined_by_other_conditions_are_loose(runtime: Runtime, sql: str, loose: list[int]) -> None:
+    from tests.test_analyzer import upstreams
+
+    result = runtime.macro("ivm_analyze")(sql, upstreams(LOOSE_NAMES))
+    assert not result["issues"]
+    found: list[int] = []
+    edges = runtime.macro("_ivm_join_edges")(result["parsed"], found)
+    assert sorted(set(found)) == loose
+    assert {"a": 2, "ca": "k", "b": 0, "cb": "k"} in edges
+
+
+def test_a_loose_leaf_is_still_cut_by_its_partner(runtime: Runtime) -> None:
+    steps = lineitem_changed(runtime, ["o_orderkey"])
+    steps[2]["loose_join"] = True
+    out = runtime.macro("_ivm_reduced_relations")(KEY_EDGES, {i: f"up{i}" for i in range(4)}, steps[1], steps)
+    subquery = f"(select `o_custkey` from {out[0]} __ivm_p)"
+    assert out[2] == f"(select * from up2 __ivm_r where (`c_custkey`) in {subquery})"

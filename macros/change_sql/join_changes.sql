@@ -14,7 +14,8 @@
     change set as a relation in FROM), has_new, broadcast, ranges (see
     _ivm_key_range_literals), ids (see _ivm_changed_id_literals), id_types, by_ids,
     change_bound, inline_lists (see _ivm_key_listing), lists_ids (the change counts list its
-    changed row keys), row_columns (see _ivm_listable_row_columns)}. -#}
+    changed row keys), row_columns (see _ivm_listable_row_columns), loose_join (see
+    _ivm_join_edges)}. -#}
 {% macro ivm_join_insert_sql(template, plan, edges=[]) %}
   {{ return(adapter.dispatch('ivm_join_insert_sql', 'dbt_ivm')(template, plan, edges)) }}
 {% endmacro %}
@@ -307,27 +308,54 @@
     and column names), one per top-level conjunct `x.c = y.d` of an ON condition (or of the
     WHERE clause of a block with comma joins) whose two sides are columns of two upstreams
     read in that block. Null-safe equalities (<=>) are left out: they join NULL keys, which
-    an IN filter drops. -#}
-{% macro _ivm_join_edges(parsed) %}
+    an IN filter drops. `loose`, when given, receives the upstreams some other condition
+    relates to another item of their block (a theta or compound condition, USING, a derived
+    table, an unqualified column): they are not leaves of the join graph the edges draw. -#}
+{% macro _ivm_join_edges(parsed, loose=none) %}
   {%- set toks = parsed.tk.tokens -%}
   {%- set sig = parsed.tk.significant -%}
   {%- set edges = [] -%}
+  {%- set plain = ['and', 'or', 'not', 'is', 'null', 'true', 'false', 'between', 'in', 'like', 'case', 'when', 'then',
+                   'else', 'end', 'date', 'timestamp', 'interval'] -%}
   {%- for b in parsed.blocks -%}
     {%- set aliases = {} -%}
-    {%- for it in b.from_items if it.kind == 'upstream' -%}{%- do aliases.update({it.alias: it.upstream}) -%}{%- endfor -%}
+    {%- set items = [] -%}
+    {%- for it in b.from_items -%}
+      {%- do items.append(it.alias) -%}
+      {%- if it.kind == 'upstream' -%}{%- do aliases.update({it.alias: it.upstream}) -%}{%- endif -%}
+    {%- endfor -%}
     {%- set ranges = [] -%}
-    {%- for it in b.from_items if it.on is not none and not it.using -%}{%- do ranges.append(it.on) -%}{%- endfor -%}
-    {%- if b.get('where_range') and b.from_items | selectattr('join', 'equalto', 'comma') | list -%}
-      {%- do ranges.append(b.where_range) -%}
+    {%- for it in b.from_items if it.on is not none and not it.using -%}{%- do ranges.append([it.on, true]) -%}{%- endfor -%}
+    {#- a WHERE equality joins only in a block with comma joins; elsewhere it may filter an outer join -#}
+    {%- set comma = b.from_items | selectattr('join', 'equalto', 'comma') | list | length > 0 -%}
+    {%- if b.get('where_range') and (comma or loose is not none) -%}{%- do ranges.append([b.where_range, comma]) -%}{%- endif -%}
+    {%- if loose is not none and b.from_items | selectattr('using') | list -%}
+      {%- do loose.extend(aliases.values() | list) -%}
     {%- endif -%}
-    {%- for r in ranges -%}
-      {%- for c in dbt_ivm._ivm_conjuncts(parsed, r[0], r[1]) if c[1] - c[0] == 7 -%}
+    {%- for r, joining in ranges -%}
+      {%- for c in dbt_ivm._ivm_conjuncts(parsed, r[0], r[1]) -%}
         {%- set t = [] -%}
         {%- for q in range(c[0], c[1]) -%}{%- do t.append(toks[sig[q]]) -%}{%- endfor -%}
-        {%- set columns = t[0].kind in ('word', 'qid') and t[2].kind in ('word', 'qid') and t[4].kind in ('word', 'qid')
-            and t[6].kind in ('word', 'qid') and t[1].text == '.' and t[5].text == '.' and t[3].text in ('=', '==') -%}
-        {%- if columns and t[0].lower in aliases and t[4].lower in aliases and aliases[t[0].lower] != aliases[t[4].lower] -%}
+        {%- set columns = t | length == 7 and t[0].kind in ('word', 'qid') and t[2].kind in ('word', 'qid')
+            and t[4].kind in ('word', 'qid') and t[6].kind in ('word', 'qid') and t[1].text == '.' and t[5].text == '.'
+            and t[3].text in ('=', '==') -%}
+        {%- if columns and t[0].lower in aliases and t[4].lower in aliases and aliases[t[0].lower] != aliases[t[4].lower]
+              and joining -%}
           {%- do edges.append({'a': aliases[t[0].lower], 'ca': t[2].lower, 'b': aliases[t[4].lower], 'cb': t[6].lower}) -%}
+        {%- elif loose is not none -%}
+          {%- set named = [] -%}
+          {%- set ns = namespace(bare=false) -%}
+          {%- for i in range(t | length) if t[i].kind in ('word', 'qid') -%}
+            {%- set x = t[i] -%}
+            {%- set before = t[i - 1].text if i > 0 else '' -%}
+            {%- set after = t[i + 1].text if i + 1 < t | length else '' -%}
+            {%- if after == '.' and before != '.' and x.lower in items -%}{%- do named.append(x.lower) -%}
+            {%- elif before != '.' and after not in ('.', '(') and x.word not in plain -%}{%- set ns.bare = true -%}
+            {%- endif -%}
+          {%- endfor -%}
+          {%- if ns.bare or named | unique | list | length > 1 -%}
+            {%- for a in (items if ns.bare else named) if a in aliases -%}{%- do loose.append(aliases[a]) -%}{%- endfor -%}
+          {%- endif -%}
         {%- endif -%}
       {%- endfor -%}
     {%- endfor -%}
@@ -343,7 +371,8 @@
     relation joined before the changed one in the query no longer meets the others in full.
     The upstreams one equality away from p are also cut to p's key ranges (p.ranges, see
     _ivm_range_columns): literals, which skip data that the IN filter only drops after reading.
-    A leaf of the join graph (an upstream joined to one other only) whose partner is bounded
+    A leaf of the join graph (an upstream joined to one other only, by equalities: not a
+    loose_join upstream of the plan, see _ivm_join_edges) whose partner is bounded
     gets no IN subquery: joining it to the broadcast partner streams it once, as the cut
     would, without reading the partner again. Bounded: p, and an upstream cut by lists of
     literals on every column of its row key (plan: the upstreams, for their row keys), which
@@ -364,6 +393,7 @@
   {%- endfor -%}
   {%- set row_keys = {} -%}
   {%- for q in plan -%}{%- do row_keys.update({q.index: (q.get('up') or {}).get('unique_key') or []}) -%}{%- endfor -%}
+  {%- set loose = plan | selectattr('loose_join') | map(attribute='index') | list -%}
   {#- breadth first: each round cuts the upstreams one equality away from those cut before -#}
   {%- set frontier = namespace(items=[p.index]) -%}
   {%- for _ in relations if frontier.items -%}
@@ -398,7 +428,7 @@
           {%- do conditions.append(lists | join(' and ')) -%}
           {%- set key = row_keys[y] | map('lower') | list -%}
           {%- if key and key | reject('in', listed) | list | length == 0 -%}{%- do bounded.append(y) -%}{%- endif -%}
-        {%- elif neighbours[y] == [a] and a in bounded -%}
+        {%- elif neighbours[y] == [a] and a in bounded and y not in loose -%}
           {%- if a not in hinted -%}
             {%- do out.update({a: '(select /*+ BROADCAST */ * from ' ~ out[a] ~ ' __ivm_b)'}) -%}
             {%- do hinted.append(a) -%}

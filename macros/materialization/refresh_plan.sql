@@ -64,7 +64,9 @@
       (' ' ~ settings.location if settings.location else '') -%}
   {%- set definition_hash = local_md5(words | join(' ') ~ tojson(declarations) ~ layout) -%}
   {#- the equalities the query joins its upstreams on: a small change cuts the others by them -#}
-  {%- set edges = dbt_ivm._ivm_join_edges(analysis.parsed) if analysis.shape != 'keyed' else [] -%}
+  {%- set loose = [] -%}
+  {%- set edges = dbt_ivm._ivm_join_edges(analysis.parsed, loose) if analysis.shape != 'keyed' else [] -%}
+  {%- for p in plan if p.index in loose -%}{%- do p.update({'loose_join': true}) -%}{%- endfor -%}
   {{ return({'plan': plan, 'template': template, 'spec': spec, 'definition_hash': definition_hash,
              'upstream_columns': upstream_columns, 'edges': edges}) }}
 {% endmacro %}
