@@ -425,8 +425,9 @@ LOOSE_NAMES = ["a.y", "a.z", "a.p"]
         # in the WHERE clause of comma joins; an equality of expressions is no edge either
         ("select y.v from a.y y, a.z z, a.p p where p.k = y.k and y.x > z.x", [0, 1]),
         ("select y.v from a.y y join a.z z on coalesce(y.j, 0) = z.j join a.p p on p.k = y.k", [0, 1]),
-        # an unqualified column may belong to any item of the block
+        # an unqualified column may belong to any item of the block; alone it filters one
         ("select y.v from a.y y join a.z z on z.j = j join a.p p on p.k = y.k", [0, 1, 2]),
+        ("select y.v from a.y y join a.z z on z.j = y.j join a.p p on p.k = y.k where v > 0", []),
         # USING
         ("select y.v from a.y y join a.z z using (x) join a.p p on p.k = y.k", [0, 1, 2]),
         # a derived table

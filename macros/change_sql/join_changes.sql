@@ -343,18 +343,20 @@
               and joining -%}
           {%- do edges.append({'a': aliases[t[0].lower], 'ca': t[2].lower, 'b': aliases[t[4].lower], 'cb': t[6].lower}) -%}
         {%- elif loose is not none -%}
+          {#- qualified names of this block's items, and unqualified names (any item's) -#}
           {%- set named = [] -%}
-          {%- set ns = namespace(bare=false) -%}
+          {%- set bare = [] -%}
           {%- for i in range(t | length) if t[i].kind in ('word', 'qid') -%}
             {%- set x = t[i] -%}
             {%- set before = t[i - 1].text if i > 0 else '' -%}
             {%- set after = t[i + 1].text if i + 1 < t | length else '' -%}
             {%- if after == '.' and before != '.' and x.lower in items -%}{%- do named.append(x.lower) -%}
-            {%- elif before != '.' and after not in ('.', '(') and x.word not in plain -%}{%- set ns.bare = true -%}
+            {%- elif before != '.' and after not in ('.', '(') and x.word not in plain -%}{%- do bare.append(x.lower) -%}
             {%- endif -%}
           {%- endfor -%}
-          {%- if ns.bare or named | unique | list | length > 1 -%}
-            {%- for a in (items if ns.bare else named) if a in aliases -%}{%- do loose.append(aliases[a]) -%}{%- endfor -%}
+          {%- set n = named | unique | list | length -%}
+          {%- if n > 1 or (bare and n + bare | unique | list | length > 1) -%}
+            {%- for a in (items if bare else named) if a in aliases -%}{%- do loose.append(aliases[a]) -%}{%- endfor -%}
           {%- endif -%}
         {%- endif -%}
       {%- endfor -%}
