@@ -2,7 +2,8 @@
     why, decided in one place from the refresh log, the upstream versions and the model. -#}
 
 {#- What a refresh of a maintainable model works with: {plan (per upstream read: index, up,
-    columns, read_at: the token where the SQL first reads it), template, spec (aggregates; none for joins), definition_hash,
+    columns (those the query can read, see _ivm_set_columns), all_columns, referenced,
+    read_at: the token where the SQL first reads it), template, spec (aggregates; none for joins), definition_hash,
     upstream_columns}. Records the row key and the upstream columns in entry. The columns
     of a Delta upstream read through its change feed stay none until the refresh needs
     them (see _ivm_columns_deferred). -#}
@@ -10,13 +11,14 @@
   {%- set used = analysis.parsed.rels | map(attribute='upstream') | unique | sort -%}
   {%- set plan = [] -%}
   {%- set hidden = {} -%}
+  {%- set referenced = dbt_ivm._ivm_referenced_names(analysis.parsed) -%}
   {%- for i in used -%}
     {%- set up = upstreams[i] -%}
     {%- do hidden.update({i: up.hidden}) -%}
     {%- set deferred = dbt_ivm._ivm_columns_deferred(up) -%}
     {%- set first = analysis.parsed.rels | selectattr('upstream', 'equalto', i) | first -%}
-    {%- do plan.append({'index': i, 'up': up, 'columns': none if deferred else dbt_ivm._ivm_checked_columns(model, up),
-                        'read_at': first.s}) -%}
+    {%- do plan.append({'index': i, 'up': up, 'columns': none, 'referenced': referenced, 'read_at': first.s}) -%}
+    {%- if not deferred -%}{%- do dbt_ivm._ivm_set_columns(model, plan[-1]) -%}{%- endif -%}
   {%- endfor -%}
   {#- the row key recorded on the table for ivm models that read it (none: its rows have no identity) -#}
   {%- set row_key = [] -%}
@@ -201,16 +203,54 @@
     {#- described, not only its columns read: a refresh that reads its change feed checks its properties too -#}
     {%- set described = dbt_ivm._ivm_describe_upstream(p.up) -%}
     {%- if p.up.get('feed_unverified') -%}{%- do dbt_ivm._ivm_check_detected_feed(model, p, described, tokens) -%}{%- endif -%}
-    {%- do p.update({'columns': dbt_ivm._ivm_checked_columns(model, p.up)}) -%}
+    {%- do dbt_ivm._ivm_set_columns(model, p) -%}
   {%- endfor -%}
   {%- do dbt_ivm._ivm_sign_columns(plan, upstream_columns) -%}
 {% endmacro %}
 
-{#- Record in upstream_columns the signature of each upstream whose columns the plan holds. -#}
+{#- Record in upstream_columns the signature of each upstream whose columns the plan holds
+    (all of them: a change of any column rebuilds, as it always has). -#}
 {% macro _ivm_sign_columns(plan, upstream_columns) %}
   {%- for p in plan if p.columns is not none -%}
-    {%- do upstream_columns.update({p.up.name: dbt_ivm._ivm_columns_signature(p.columns)}) -%}
+    {%- do upstream_columns.update({p.up.name: dbt_ivm._ivm_columns_signature(p.all_columns)}) -%}
   {%- endfor -%}
+{% endmacro %}
+
+{#- Set p.all_columns (the upstream's, checked) and p.columns, those the query can read
+    (p.referenced, see _ivm_referenced_names) with the row key and watermark: every read of
+    the upstream in a refresh selects only these, so its change nets over them and an update
+    of other columns alone is no change at all. -#}
+{% macro _ivm_set_columns(model, p) %}
+  {%- set columns = dbt_ivm._ivm_checked_columns(model, p.up) -%}
+  {%- set keep = (p.up.unique_key or []) | map('lower') | list + ([p.up.watermark | lower] if p.up.watermark else []) -%}
+  {%- set used = [] -%}
+  {%- for c in columns if p.referenced is none or c.name | lower in p.referenced or c.name | lower in keep -%}
+    {%- do used.append(c) -%}
+  {%- endfor -%}
+  {%- do p.update({'all_columns': columns, 'columns': used}) -%}
+{% endmacro %}
+
+{#- The names a query can read columns by: every identifier in its text, lower case (a
+    superset: table names and aliases too, whatever the scope). none when it reads whole
+    rows: a `*` that is neither count(*) nor a product, or a NATURAL join. -#}
+{% macro _ivm_referenced_names(parsed) %}
+  {%- set toks = parsed.tk.tokens -%}
+  {%- set sig = parsed.tk.significant -%}
+  {%- set names = [] -%}
+  {%- for j in range(sig | length) -%}
+    {%- set t = toks[sig[j]] -%}
+    {%- if t.kind in ('word', 'qid') -%}
+      {%- if t.word == 'natural' -%}{{ return(none) }}{%- endif -%}
+      {%- do names.append(t.lower) -%}
+    {%- elif t.text == '*' -%}
+      {%- set prev = toks[sig[j - 1]] if j > 0 else none -%}
+      {%- set counted = prev is not none and prev.text == '(' and j > 1 and toks[sig[j - 2]].word == 'count' -%}
+      {%- set product = prev is not none and (prev.text == ')' or prev.kind == 'num'
+          or (prev.kind in ('word', 'qid') and prev.word not in ('select', 'distinct', 'all'))) -%}
+      {%- if not (counted or product) -%}{{ return(none) }}{%- endif -%}
+    {%- endif -%}
+  {%- endfor -%}
+  {{ return(names | unique | list) }}
 {% endmacro %}
 
 {% macro _ivm_full_refresh_reason(existing, state, definition_hash) %}
