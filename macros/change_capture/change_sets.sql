@@ -164,14 +164,15 @@ where ({{ problem }}) is not null or ((not f.__ivm_is_new or l.__ivm_is_new)
     {{ return('(select ' ~ dbt_ivm._ivm_quote_all(columns | map(attribute='name')) | join(', ') ~ ' from '
               ~ dbt_ivm._ivm_diff_snapshot(up, version) ~ ')') }}
   {%- endif -%}
+  {#- the plan's columns only (see _ivm_set_columns): unions with change images agree -#}
+  {%- set cols = dbt_ivm._ivm_quote_all(columns | map(attribute='name')) | join(', ') -%}
   {%- if up.get('feed') == 'delta' and version is not none -%}
     {#- Delta time travel: exactly the fixed version, whatever commits meanwhile -#}
-    {{ return('(select * from ' ~ up.relation ~ ' version as of ' ~ version ~ ')') }}
+    {{ return('(select ' ~ cols ~ ' from ' ~ up.relation ~ ' version as of ' ~ version ~ ')') }}
   {%- endif -%}
   {%- if up.kind != 'append_only' -%}
-    {{ return(up.relation | string) }}
+    {{ return('(select ' ~ cols ~ ' from ' ~ up.relation ~ ')') }}
   {%- endif -%}
-  {%- set cols = dbt_ivm._ivm_quote_all(columns | map(attribute='name')) | join(', ') -%}
   {%- if version is none -%}
     {{ return('(select ' ~ cols ~ ' from ' ~ up.relation ~ ' where false)') }}
   {%- endif -%}
