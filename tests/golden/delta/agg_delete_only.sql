@@ -41,7 +41,7 @@ from (
 select `__ivm_g_0`, any_value(`region`) as `region`, sum(__ivm_sign * __ivm_count) as __ivm_count, sum(__ivm_sign * __ivm_s0) as __ivm_s0, sum(__ivm_sign * __ivm_s1) as __ivm_s1, sum(__ivm_sign * __ivm_n1) as __ivm_n1
 from (
 select `region`, `__ivm_g_0`, `__ivm_count`, `__ivm_s0`, `__ivm_s1`, `__ivm_n1`, __ivm_sign_0 * __ivm_sign_1 as __ivm_sign from (
-select  c.region, c.region as __ivm_g_0, count(*) as __ivm_count, count(*) as __ivm_s0, sum(o.amount) as __ivm_s1, count(o.amount) as __ivm_n1  , `o`.`__ivm_sign` as __ivm_sign_0, `c`.`__ivm_sign` as __ivm_sign_1 from (select /*+ BROADCAST */ * from (select *, -1 as __ivm_sign from (select `order_id`, `customer_id`, `amount`, `status` from (select __ivm_before.* from __ivm_agg_delete_only_chg_orders where __ivm_old) __ivm_b) __ivm_o) __ivm_b) o join (select *, 1 as __ivm_sign from raw.customers __ivm_r) c on o.customer_id = c.customer_id group by c.region
+select  c.region, c.region as __ivm_g_0, count(*) as __ivm_count, count(*) as __ivm_s0, sum(o.amount) as __ivm_s1, count(o.amount) as __ivm_n1  , `o`.`__ivm_sign` as __ivm_sign_0, `c`.`__ivm_sign` as __ivm_sign_1 from (select /*+ BROADCAST */ * from (select *, -1 as __ivm_sign from (select `order_id`, `customer_id`, `amount`, `status` from (select __ivm_before.* from __ivm_agg_delete_only_chg_orders where __ivm_old) __ivm_b) __ivm_o) __ivm_b) o join (select *, 1 as __ivm_sign from (select `customer_id`, `region` from raw.customers) __ivm_r) c on o.customer_id = c.customer_id group by c.region
 , `o`.`__ivm_sign`, `c`.`__ivm_sign`
 ) __ivm_t(`region`, `__ivm_g_0`, `__ivm_count`, `__ivm_s0`, `__ivm_s1`, `__ivm_n1`, __ivm_sign_0, __ivm_sign_1)
 ) __ivm_d

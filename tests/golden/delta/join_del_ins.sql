@@ -73,11 +73,11 @@ using (
   from (select `order_id` as __ivm_orders__order_id from __ivm_join_del_ins_chg_orders __ivm_c) __ivm_k
   union all
   select false as __ivm_del, `order_id`, `amount`, `region`, `__ivm_orders__order_id`, `__ivm_customers__customer_id` from (select * from (
-select o.order_id, o.amount, c.region , `o`.`order_id` as __ivm_orders__order_id, `c`.`customer_id` as __ivm_customers__customer_id from (select /*+ BROADCAST */ * from (select `order_id`, `customer_id`, `amount`, `status` from __ivm_join_del_ins_chg_orders where __ivm_new) __ivm_b) o join raw.customers c on o.customer_id = c.customer_id where o.status <> 'cancelled'
+select o.order_id, o.amount, c.region , `o`.`order_id` as __ivm_orders__order_id, `c`.`customer_id` as __ivm_customers__customer_id from (select /*+ BROADCAST */ * from (select `order_id`, `customer_id`, `amount`, `status` from __ivm_join_del_ins_chg_orders where __ivm_new) __ivm_b) o join (select `customer_id`, `region` from raw.customers) c on o.customer_id = c.customer_id where o.status <> 'cancelled'
 ) __ivm_term_0
 union all
 select * from (
-select o.order_id, o.amount, c.region , `o`.`order_id` as __ivm_orders__order_id, `c`.`customer_id` as __ivm_customers__customer_id from (select __ivm_s.* from raw.orders __ivm_s left anti join (select /*+ BROADCAST */ * from __ivm_join_del_ins_chg_orders __ivm_b) __ivm_k on __ivm_s.`order_id` <=> __ivm_k.`order_id`) o join (select /*+ BROADCAST */ * from (select `customer_id`, `region` from __ivm_join_del_ins_chg_customers where __ivm_new) __ivm_b) c on o.customer_id = c.customer_id where o.status <> 'cancelled'
+select o.order_id, o.amount, c.region , `o`.`order_id` as __ivm_orders__order_id, `c`.`customer_id` as __ivm_customers__customer_id from (select __ivm_s.* from (select `order_id`, `customer_id`, `amount`, `status` from raw.orders) __ivm_s left anti join (select /*+ BROADCAST */ * from __ivm_join_del_ins_chg_orders __ivm_b) __ivm_k on __ivm_s.`order_id` <=> __ivm_k.`order_id`) o join (select /*+ BROADCAST */ * from (select `customer_id`, `region` from __ivm_join_del_ins_chg_customers where __ivm_new) __ivm_b) c on o.customer_id = c.customer_id where o.status <> 'cancelled'
 ) __ivm_term_1) __ivm_i
 ) __ivm_s
 on __ivm_s.__ivm_del and __ivm_t.`__ivm_orders__order_id` <=> __ivm_s.`__ivm_orders__order_id`

@@ -34,5 +34,5 @@ end) is not null or ((not f.__ivm_is_new or l.__ivm_is_new)
 
 -- 2: apply
 insert into analytics.join_ins_only (`order_id`, `amount`, `region`, `__ivm_orders__order_id`, `__ivm_customers__customer_id`) select `order_id`, `amount`, `region`, `__ivm_orders__order_id`, `__ivm_customers__customer_id` from (select * from (
-select o.order_id, o.amount, c.region , `o`.`order_id` as __ivm_orders__order_id, `c`.`customer_id` as __ivm_customers__customer_id from (select /*+ BROADCAST */ * from (select `order_id`, `customer_id`, `amount`, `status` from __ivm_join_ins_only_chg_orders where __ivm_new) __ivm_b) o join raw.customers c on o.customer_id = c.customer_id where o.status <> 'cancelled'
+select o.order_id, o.amount, c.region , `o`.`order_id` as __ivm_orders__order_id, `c`.`customer_id` as __ivm_customers__customer_id from (select /*+ BROADCAST */ * from (select `order_id`, `customer_id`, `amount`, `status` from __ivm_join_ins_only_chg_orders where __ivm_new) __ivm_b) o join (select `customer_id`, `region` from raw.customers) c on o.customer_id = c.customer_id where o.status <> 'cancelled'
 ) __ivm_term_0) __ivm_i

@@ -45,7 +45,7 @@ select  customer_id, customer_id as __ivm_g_0, count(*) as __ivm_count, max(amou
 ) __ivm_s
 ) __ivm_a)) __ivm_a
   left join (select *, true as __ivm_present from (select __ivm_r.* from (
-select  customer_id, max(amount) as top, count(*) as n, customer_id as __ivm_g_0, count(*) as __ivm_count, max(amount) as __ivm_s0, count(*) as __ivm_s1  from (select * from raw.orders version as of 7) `orders` group by customer_id
+select  customer_id, max(amount) as top, count(*) as n, customer_id as __ivm_g_0, count(*) as __ivm_count, max(amount) as __ivm_s0, count(*) as __ivm_s1  from (select `order_id`, `customer_id`, `amount`, `status` from raw.orders version as of 7) `orders` group by customer_id
 ) __ivm_r left semi join (select distinct * from (
 select `__ivm_g_0` from (
 select `customer_id`, `__ivm_g_0`, `__ivm_count`, `__ivm_s0`, `__ivm_s1`, __ivm_sign_0 as __ivm_sign from (
