@@ -19,8 +19,9 @@
     the table history (one DESCRIBE HISTORY each, run here, which keeps the latest commits in
     up.recent_commits for _ivm_check_change_feeds); every other version is a select
     item of one query: {versions (the Delta ones), columns (v<i> per upstream, NULL for a
-    Delta one, then h<i> per history read), upstreams, history (ivm upstreams whose refresh
-    history is read)}. _ivm_versions_from_row reads that query's row. -#}
+    Delta one, then h<i> per history read, then d<i> per change log), upstreams, history (ivm
+    upstreams whose refresh history is read), deleting (the change logs, whose
+    up.last_old_image is set)}. _ivm_versions_from_row reads that query's row. -#}
 {% macro _ivm_versions_read(upstreams) %}
   {%- set exprs = [] -%}
   {%- set versions = {} -%}
@@ -41,7 +42,16 @@
     {%- do history.append(up) -%}
     {%- do exprs.append(dbt_ivm._ivm_upstream_history_sql(up, up.after) ~ ' as h' ~ loop.index0) -%}
   {%- endfor -%}
-  {{ return({'versions': versions, 'columns': exprs, 'upstreams': upstreams, 'history': history}) }}
+  {#- a change log's latest version with an old image (delete or update_preimage): whether
+      the change since the stored version deletes rows, known before it is netted. Spark
+      merges it with the version's scalar subquery into one scan of the log. -#}
+  {%- set deleting = [] -%}
+  {%- for up in upstreams if up.kind == 'change_log' and up.get('feed') not in ('delta', 'diff', 'ivm') -%}
+    {%- do deleting.append(up) -%}
+    {%- do exprs.append("(select cast(max(case when _change_type in ('delete', 'update_preimage') then _commit_version end) as string) from "
+        ~ up.change_log ~ ') as d' ~ loop.index0) -%}
+  {%- endfor -%}
+  {{ return({'versions': versions, 'columns': exprs, 'upstreams': upstreams, 'history': history, 'deleting': deleting}) }}
 {% endmacro %}
 
 {#- The current version of an upstream that is not read through Delta's change data feed,
@@ -69,6 +79,9 @@
   {%- endfor -%}
   {%- for up in read.history -%}
     {%- do up.update({'history': fromjson(row[read.upstreams | length + loop.index0] or '{}')}) -%}
+  {%- endfor -%}
+  {%- for up in read.deleting -%}
+    {%- do up.update({'last_old_image': row[read.upstreams | length + read.history | length + loop.index0]}) -%}
   {%- endfor -%}
 {% endmacro %}
 

@@ -266,19 +266,26 @@
   {%- endfor -%}
   {#- on parquet, a rebuild that the row counts of the last refresh already show cheaper is
       chosen before the change is computed, by the estimate at its most favourable to the
-      refresh: every upstream whose version moved counts as changed, and no rewrite that
-      only deleted rows would force -#}
+      refresh: every upstream whose version moved counts as changed, and a join-only view
+      rewrites its table only when a change log holds old images (deletes, update
+      preimages) after its stored version, the only deletes that netting rarely cancels -#}
   {%- set known = (state.last_success or {}).get('sizes') or {} -%}
   {%- set unknown = plan | map(attribute='up.name') | reject('in', known) | list -%}
   {%- if settings.rebuild_above and not delta and '.' in known and not unknown -%}
     {%- set moved = {} -%}
-    {%- for p in plan if p.changed -%}{%- do moved.update({p.up.name: 1}) -%}{%- endfor -%}
-    {%- set costly = dbt_ivm._ivm_parquet_cost(plan, moved, known, spec, spec is not none or state.repair,
+    {%- set deleting = [] -%}
+    {%- for p in plan if p.changed -%}
+      {%- do moved.update({p.up.name: 1}) -%}
+      {%- set old = p.up.get('last_old_image') -%}
+      {%- if old is not none and (p['from'] is none or old | int > p['from'] | int) -%}{%- do deleting.append(p.up.name) -%}{%- endif -%}
+    {%- endfor -%}
+    {%- set costly = dbt_ivm._ivm_parquet_cost(plan, moved, known, spec, spec is not none or state.repair or deleting | length > 0,
         settings.partition_by | length > 0) -%}
     {%- if costly -%}
       {#- the full build counts the sizes afresh -#}
       {%- do entry.update({'versions_from': versions_from}) -%}
-      {{ return(costly ~ ' (row counts of the last refresh; the change was not computed)') }}
+      {%- set why = ('; deletes or updates in the change log of ' ~ deleting | join(', ')) if spec is none and deleting else '' -%}
+      {{ return(costly ~ ' (row counts of the last refresh' ~ why ~ '; the change was not computed)') }}
     {%- endif -%}
   {%- endif -%}
   {%- set changed = plan | selectattr('changed') | list -%}
