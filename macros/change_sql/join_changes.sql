@@ -341,7 +341,7 @@
               and joining -%}
           {%- do edges.append({'a': aliases[t[0].lower], 'ca': t[2].lower, 'b': aliases[t[4].lower], 'cb': t[6].lower}) -%}
         {%- elif loose is not none -%}
-          {%- do loose.extend(dbt_ivm._ivm_related_upstreams(t, items, aliases)) -%}
+          {%- do loose.extend(dbt_ivm._ivm_related_upstreams(parsed, c[0], c[1], items, aliases)) -%}
         {%- endif -%}
       {%- endfor -%}
     {%- endfor -%}
@@ -349,26 +349,17 @@
   {{ return(edges) }}
 {% endmacro %}
 
-{#- The upstreams one condition t (its significant tokens) relates to a second item of its
-    block: none when it names at most one item. items: the block's item aliases; aliases:
-    those of its upstreams, to their indexes. A qualified name counts its item; an unqualified
-    column could be any item's, so beside a name of another item it counts them all. -#}
-{% macro _ivm_related_upstreams(t, items, aliases) %}
-  {%- set plain = ['and', 'or', 'not', 'is', 'null', 'true', 'false', 'between', 'in', 'like', 'case', 'when', 'then',
-                   'else', 'end', 'date', 'timestamp', 'interval'] -%}
-  {%- set named = [] -%}
-  {%- set bare = [] -%}
-  {%- for i in range(t | length) if t[i].kind in ('word', 'qid') -%}
-    {%- set x = t[i] -%}
-    {%- set before = t[i - 1].text if i > 0 else '' -%}
-    {%- set after = t[i + 1].text if i + 1 < t | length else '' -%}
-    {%- if after == '.' and before != '.' and x.lower in items -%}{%- do named.append(x.lower) -%}
-    {%- elif before != '.' and after not in ('.', '(') and x.word not in plain -%}{%- do bare.append(x.lower) -%}
-    {%- endif -%}
-  {%- endfor -%}
-  {%- set n = named | unique | list | length -%}
+{#- The upstreams that the condition [s, e) (significant tokens) relates to a second item of
+    its block: none when it names at most one item. items: the block's item aliases;
+    aliases: those of its upstreams, to their indexes. A qualified column counts its item;
+    an unqualified one could be any item's, so beside a column of another item it counts
+    them all. -#}
+{% macro _ivm_related_upstreams(parsed, s, e, items, aliases) %}
+  {%- set refs = dbt_ivm._ivm_column_refs(parsed, s, e) -%}
+  {%- set named = refs | selectattr('qual') | map(attribute='qual') | select('in', items) | unique | list -%}
+  {%- set bare = refs | rejectattr('qual') | map(attribute='name') | unique | list -%}
   {%- set related = [] -%}
-  {%- if n > 1 or (bare and n + bare | unique | list | length > 1) -%}
+  {%- if named | length > 1 or (bare and named | length + bare | length > 1) -%}
     {%- for a in (items if bare else named) if a in aliases -%}{%- do related.append(aliases[a]) -%}{%- endfor -%}
   {%- endif -%}
   {{ return(related) }}
