@@ -20,7 +20,7 @@
     up.recent_commits for _ivm_check_change_feeds); every other version is a select
     item of one query: {versions (the Delta ones), columns (v<i> per upstream, NULL for a
     Delta one, then h<i> per history read, then d<i> per change log), upstreams, history (ivm
-    upstreams whose refresh history is read), deleting (the change logs, whose
+    upstreams whose refresh history is read), old_images (the change logs, whose
     up.last_old_image is set)}. _ivm_versions_from_row reads that query's row. -#}
 {% macro _ivm_versions_read(upstreams) %}
   {%- set exprs = [] -%}
@@ -45,13 +45,13 @@
   {#- a change log's latest version with an old image (delete or update_preimage): whether
       the change since the stored version deletes rows, known before it is netted. Spark
       merges it with the version's scalar subquery into one scan of the log. -#}
-  {%- set deleting = [] -%}
+  {%- set old_images = [] -%}
   {%- for up in upstreams if up.kind == 'change_log' and up.get('feed') not in ('delta', 'diff', 'ivm') -%}
-    {%- do deleting.append(up) -%}
+    {%- do old_images.append(up) -%}
     {%- do exprs.append("(select cast(max(case when _change_type in ('delete', 'update_preimage') then _commit_version end) as string) from "
         ~ up.change_log ~ ') as d' ~ loop.index0) -%}
   {%- endfor -%}
-  {{ return({'versions': versions, 'columns': exprs, 'upstreams': upstreams, 'history': history, 'deleting': deleting}) }}
+  {{ return({'versions': versions, 'columns': exprs, 'upstreams': upstreams, 'history': history, 'old_images': old_images}) }}
 {% endmacro %}
 
 {#- The current version of an upstream that is not read through Delta's change data feed,
@@ -80,7 +80,7 @@
   {%- for up in read.history -%}
     {%- do up.update({'history': fromjson(row[read.upstreams | length + loop.index0] or '{}')}) -%}
   {%- endfor -%}
-  {%- for up in read.deleting -%}
+  {%- for up in read.old_images -%}
     {%- do up.update({'last_old_image': row[read.upstreams | length + read.history | length + loop.index0]}) -%}
   {%- endfor -%}
 {% endmacro %}

@@ -268,7 +268,7 @@
       chosen before the change is computed, by the estimate at its most favourable to the
       refresh: every upstream whose version moved counts as changed, and a join-only view
       rewrites its table only when a change log holds old images (deletes, update
-      preimages) after its stored version, the only deletes that netting rarely cancels -#}
+      preimages) after its stored version (netting cancels them only for rows inserted since) -#}
   {%- set known = (state.last_success or {}).get('sizes') or {} -%}
   {%- set unknown = plan | map(attribute='up.name') | reject('in', known) | list -%}
   {%- if settings.rebuild_above and not delta and '.' in known and not unknown -%}
