@@ -4,7 +4,8 @@
     the holder named in its properties (refresh id, since when, UTC), even means freed.
     Taking the lease is CREATE TABLE IF NOT EXISTS of the next odd generation, which the
     metastore performs atomically (of two creators exactly one creates it, the other is told
-    it exists and does nothing), followed by reading that table's holder. A refresh frees
+    it exists and does nothing), followed by reading that table's holder (one SHOW TABLE
+    EXTENDED, which also shows whether a newer generation exists). A refresh frees
     its lease with its 'success' row in the refresh log, which names the generation it
     took (no statement of its own); one that fails is freed by creating the even
     generation after it (on-run-end, ivm_release_lease). A taken generation whose holder
@@ -41,18 +42,30 @@
   {{ return(dbt_ivm.ivm_lease_generations(prefix ~ '*').get(prefix, [0]) | max) }}
 {% endmacro %}
 
-{#- {'holder', 'since' (datetime, UTC)} of one lease generation, by its exact name. -#}
-{% macro ivm_lease_holder(name) %}
-  {{ return(adapter.dispatch('ivm_lease_holder', 'dbt_ivm')(name)) }}
+{#- {generation: {'holder', 'since' (datetime, UTC)}} of those of `generations` of a
+    table's leases (prefix) that exist, read by their exact names in one SHOW TABLE
+    EXTENDED (whose table information lists the properties, sorted by key). -#}
+{% macro ivm_lease_holders(prefix, generations) %}
+  {{ return(adapter.dispatch('ivm_lease_holders', 'dbt_ivm')(prefix, generations)) }}
 {% endmacro %}
 
-{% macro default__ivm_lease_holder(name) %}
-  {%- set properties = {} -%}
-  {%- for r in run_query('show tblproperties ' ~ dbt_ivm.ivm_refresh_log_relation().schema ~ '.' ~ name).rows -%}
-    {%- do properties.update({r[0]: r[1]}) -%}
+{% macro default__ivm_lease_holders(prefix, generations) %}
+  {%- set names = [] -%}
+  {%- for g in generations -%}{%- do names.append(prefix ~ g) -%}{%- endfor -%}
+  {%- set found = {} -%}
+  {%- for r in run_query('show table extended in ' ~ dbt_ivm.ivm_refresh_log_relation().schema ~ " like '" ~ names | join('|') ~ "'").rows -%}
+    {%- set held = modules.re.search('dbt_ivm[.]holder=(.*), dbt_ivm[.]since=([0-9T:-]+)', r[3]) -%}
+    {%- do found.update({r[1][prefix | length:] | int: {
+        'holder': held.group(1) if held else 'unknown',
+        'since': modules.datetime.datetime.strptime(held.group(2) if held else '1970-01-01T00:00:00', '%Y-%m-%dT%H:%M:%S')}}) -%}
   {%- endfor -%}
-  {{ return({'holder': properties.get('dbt_ivm.holder', 'unknown'),
-             'since': modules.datetime.datetime.strptime(properties.get('dbt_ivm.since', '1970-01-01T00:00:00'), '%Y-%m-%dT%H:%M:%S')}) }}
+  {{ return(found) }}
+{% endmacro %}
+
+{#- {'holder', 'since'} of one lease generation ('unknown' when it does not exist). -#}
+{% macro _ivm_lease_holder(prefix, generation) %}
+  {{ return(dbt_ivm.ivm_lease_holders(prefix, [generation]).get(generation,
+      {'holder': 'unknown', 'since': modules.datetime.datetime(1970, 1, 1)})) }}
 {% endmacro %}
 
 {#- Create lease generation n (no-op when it exists); properties name the creator. -#}
@@ -66,9 +79,10 @@
     seconds for a running refresh; fails naming the holder when it stays busy. finished:
     the generation that the last 'success' row of the state the refresh read freed, or
     none. Returns {'prefix', 'generation', 'fresh'}: fresh when the lease was taken at the
-    first try from that very generation, so no refresh can have logged anything since that
-    state was read: another one would have held a newer generation, which the first try
-    would have seen, or taken the one this refresh took. -#}
+    first try as the generation after that very one, and no newer one exists, so no refresh
+    can have logged anything since that state was read: another one would have taken that
+    same generation, or a newer one, which exists only after it (generations are taken one
+    after the other, each after the newest seen, and dropped only when four newer exist). -#}
 {% macro ivm_acquire_lease(model, target_relation, refresh_id, settings, finished=none) %}
   {{ return(adapter.dispatch('ivm_acquire_lease', 'dbt_ivm')(model, target_relation, refresh_id, settings, finished)) }}
 {% endmacro %}
@@ -77,19 +91,27 @@
   {%- set prefix = dbt_ivm._ivm_lease_prefix(target_relation.schema, target_relation.identifier) -%}
   {%- set deadline = modules.datetime.datetime.utcnow() + modules.datetime.timedelta(seconds=settings.lease_wait) -%}
   {%- set state = {'lease': none, 'holder': none, 'done': false} -%}
-  {#- each attempt reads the newest generation and takes the lease when it is free or dead;
-      attempts are 5 s apart -#}
+  {#- at once: the generation after the one the state's last success freed, when it is the
+      newest after this refresh created it (it and the two that would follow it are read) -#}
+  {%- if finished is not none -%}
+    {%- set next = finished | int + 2 -%}
+    {%- do dbt_ivm._ivm_create_lease(prefix, next, refresh_id) -%}
+    {%- set held = dbt_ivm.ivm_lease_holders(prefix, [next, next + 1, next + 2]) -%}
+    {%- if held.keys() | list == [next] and held[next].holder == refresh_id -%}
+      {%- do state.update({'lease': {'prefix': prefix, 'generation': next, 'fresh': true}, 'done': true}) -%}
+    {%- endif -%}
+  {%- endif -%}
+  {#- otherwise each attempt reads the newest generation and takes the lease when it is free
+      or dead; attempts are 5 s apart -#}
   {%- for attempt in range(2 + (settings.lease_wait / 5) | round(0, 'ceil') | int) if not state.done -%}
     {%- if attempt > 0 -%}
       {%- do run_query("select reflect('java.lang.Thread', 'sleep', 5000L)") -%}
     {%- endif -%}
     {%- set top = dbt_ivm._ivm_lease_top(prefix) -%}
-    {%- set first = attempt == 0 and finished is not none and top == finished -%}
-    {#- a taken generation is free once its holder logged success: known from the state
-        when it is the one the last success freed, else asked of the refresh log -#}
+    {#- a taken generation is free once its holder logged success, asked of the refresh log -#}
     {%- set current = none -%}
-    {%- if top is odd and not first -%}
-      {%- set current = dbt_ivm.ivm_lease_holder(prefix ~ top) -%}
+    {%- if top is odd -%}
+      {%- set current = dbt_ivm._ivm_lease_holder(prefix, top) -%}
       {%- if dbt_ivm._ivm_lease_finished(model.unique_id, current.holder) -%}{%- set current = none -%}{%- endif -%}
     {%- endif -%}
     {%- set dead = current is not none
@@ -97,9 +119,9 @@
     {%- if current is none or dead -%}
       {%- set generation = top + (2 if top is odd else 1) -%}
       {%- do dbt_ivm._ivm_create_lease(prefix, generation, refresh_id) -%}
-      {%- set winner = dbt_ivm.ivm_lease_holder(prefix ~ generation) -%}
+      {%- set winner = dbt_ivm._ivm_lease_holder(prefix, generation) -%}
       {%- if winner.holder == refresh_id -%}
-        {%- do state.update({'lease': {'prefix': prefix, 'generation': generation, 'fresh': first}, 'done': true}) -%}
+        {%- do state.update({'lease': {'prefix': prefix, 'generation': generation, 'fresh': false}, 'done': true}) -%}
         {%- if dead -%}
           {{ log('dbt_ivm: ' ~ model.name ~ ': took over the refresh lease of ' ~ current.holder ~ ' (held since ' ~ current.since
                  ~ ' UTC, longer than ivm_lease_timeout = ' ~ settings.lease_timeout ~ ' s: presumed dead)', info=true) }}
@@ -147,7 +169,7 @@
 {% macro _ivm_free_taken_leases(found, own, only=none) %}
   {%- for prefix, generations in found.items() if only is none or prefix in only -%}
     {%- set top = generations | max -%}
-    {%- if top is odd and dbt_ivm.ivm_lease_holder(prefix ~ top).holder.startswith(invocation_id ~ ':') == own -%}
+    {%- if top is odd and dbt_ivm._ivm_lease_holder(prefix, top).holder.startswith(invocation_id ~ ':') == own -%}
       {%- do dbt_ivm._ivm_free_lease(prefix, top, invocation_id) -%}
     {%- endif -%}
   {%- endfor -%}
@@ -184,7 +206,7 @@
   {%- endif -%}
   {%- set prefix = dbt_ivm._ivm_lease_prefix(node.schema, node.alias) -%}
   {%- set top = dbt_ivm._ivm_lease_top(prefix) -%}
-  {%- set lease = dbt_ivm.ivm_lease_holder(prefix ~ top) if top is odd else none -%}
+  {%- set lease = dbt_ivm._ivm_lease_holder(prefix, top) if top is odd else none -%}
   {%- if lease is not none and not dbt_ivm._ivm_lease_finished(node.unique_id, lease.holder) -%}
     {%- do dbt_ivm._ivm_free_lease(prefix, top, invocation_id) -%}
     {{ log('dbt_ivm: released the refresh lease of ' ~ model ~ ' held by ' ~ lease.holder ~ ' since ' ~ lease.since ~ ' UTC', info=true) }}
