@@ -9,7 +9,7 @@
 
 {% macro default__ivm_current_versions(upstreams) %}
   {%- set read = dbt_ivm._ivm_versions_read(upstreams) -%}
-  {%- if upstreams | rejectattr('feed', 'equalto', 'delta') | list -%}
+  {%- if read.columns -%}
     {%- do dbt_ivm._ivm_versions_from_row(read, run_query('select ' ~ read.columns | join(', ')).rows[0]) -%}
   {%- endif -%}
   {{ return(read.versions) }}
@@ -18,40 +18,39 @@
 {#- The reads of ivm_current_versions. A Delta upstream's version is its latest commit in
     the table history (one DESCRIBE HISTORY each, run here, which keeps the latest commits in
     up.recent_commits for _ivm_check_change_feeds); every other version is a select
-    item of one query: {versions (the Delta ones), columns (v<i> per upstream, NULL for a
-    Delta one, then h<i> per history read, then d<i> per change log), upstreams, history (ivm
-    upstreams whose refresh history is read), old_images (the change logs, whose
-    up.last_old_image is set)}. _ivm_versions_from_row reads that query's row. -#}
+    item of one query: {versions (the Delta ones so far), columns (the select items, named
+    v<i> for a version, h<i> for an ivm upstream's refresh history, d<i> for a change log's
+    latest old image), fields ([name, upstream, what]: what the column of that name sets)}.
+    _ivm_versions_from_row reads that query's row. -#}
 {% macro _ivm_versions_read(upstreams) %}
-  {%- set exprs = [] -%}
-  {%- set versions = {} -%}
+  {%- set read = {'versions': {}, 'columns': [], 'fields': []} -%}
   {%- for up in upstreams -%}
     {%- if up.get('feed') == 'delta' -%}
       {#- its latest commits: the version, and most often all the change feed check needs -#}
       {%- set commits = dbt_ivm._ivm_delta_commits(up.relation, dbt_ivm._ivm_delta_recent_commits()) -%}
       {%- do up.update({'recent_commits': commits}) -%}
-      {%- do versions.update({up.name: (commits.keys() | max | string) if commits else none}) -%}
-      {%- do exprs.append('null as v' ~ loop.index0) -%}
+      {%- do read.versions.update({up.name: (commits.keys() | max | string) if commits else none}) -%}
     {%- else -%}
-      {%- do exprs.append(dbt_ivm._ivm_version_expr(up) ~ ' as v' ~ loop.index0) -%}
+      {%- do dbt_ivm._ivm_versions_field(read, 'v' ~ loop.index0, dbt_ivm._ivm_version_expr(up), up, 'version') -%}
+    {%- endif -%}
+    {#- the refresh history of an ivm upstream since the stored version -#}
+    {%- if up.get('feed') == 'ivm' and up.get('after') is not none and up.get('history') is none -%}
+      {%- do dbt_ivm._ivm_versions_field(read, 'h' ~ loop.index0, dbt_ivm._ivm_upstream_history_sql(up, up.after), up, 'history') -%}
+    {%- endif -%}
+    {#- a change log's latest version with an old image (delete or update_preimage): whether
+        the change since the stored version deletes rows, known before it is netted. Spark
+        merges it with the version's scalar subquery into one scan of the log. -#}
+    {%- if up.kind == 'change_log' and up.get('feed') not in ('delta', 'diff', 'ivm') -%}
+      {%- do dbt_ivm._ivm_versions_field(read, 'd' ~ loop.index0, "(select cast(max(case when _change_type in ('delete', "
+          ~ "'update_preimage') then _commit_version end) as string) from " ~ up.change_log ~ ')', up, 'last_old_image') -%}
     {%- endif -%}
   {%- endfor -%}
-  {#- the refresh history of ivm upstreams since the stored version, in the same query -#}
-  {%- set history = [] -%}
-  {%- for up in upstreams if up.get('feed') == 'ivm' and up.get('after') is not none and up.get('history') is none -%}
-    {%- do history.append(up) -%}
-    {%- do exprs.append(dbt_ivm._ivm_upstream_history_sql(up, up.after) ~ ' as h' ~ loop.index0) -%}
-  {%- endfor -%}
-  {#- a change log's latest version with an old image (delete or update_preimage): whether
-      the change since the stored version deletes rows, known before it is netted. Spark
-      merges it with the version's scalar subquery into one scan of the log. -#}
-  {%- set old_images = [] -%}
-  {%- for up in upstreams if up.kind == 'change_log' and up.get('feed') not in ('delta', 'diff', 'ivm') -%}
-    {%- do old_images.append(up) -%}
-    {%- do exprs.append("(select cast(max(case when _change_type in ('delete', 'update_preimage') then _commit_version end) as string) from "
-        ~ up.change_log ~ ') as d' ~ loop.index0) -%}
-  {%- endfor -%}
-  {{ return({'versions': versions, 'columns': exprs, 'upstreams': upstreams, 'history': history, 'old_images': old_images}) }}
+  {{ return(read) }}
+{% endmacro %}
+
+{% macro _ivm_versions_field(read, name, sql, up, what) %}
+  {%- do read.columns.append(sql ~ ' as ' ~ name) -%}
+  {%- do read.fields.append([name, up, what]) -%}
 {% endmacro %}
 
 {#- The current version of an upstream that is not read through Delta's change data feed,
@@ -71,17 +70,17 @@
   {{ return('(select cast(max(' ~ dbt_ivm._ivm_quote(up.watermark) ~ ') as string) from ' ~ up.relation ~ ')') }}
 {% endmacro %}
 
-{#- Complete read.versions (and each history upstream's history) from `row`, whose first
-    columns are read.columns (see _ivm_versions_read). -#}
+{#- Complete read.versions, and each upstream's history and last_old_image, from `row`,
+    whose columns include read.columns by name (see _ivm_versions_read). -#}
 {% macro _ivm_versions_from_row(read, row) %}
-  {%- for up in read.upstreams -%}
-    {%- if up.get('feed') != 'delta' -%}{%- do read.versions.update({up.name: row[loop.index0]}) -%}{%- endif -%}
-  {%- endfor -%}
-  {%- for up in read.history -%}
-    {%- do up.update({'history': fromjson(row[read.upstreams | length + loop.index0] or '{}')}) -%}
-  {%- endfor -%}
-  {%- for up in read.old_images -%}
-    {%- do up.update({'last_old_image': row[read.upstreams | length + read.history | length + loop.index0]}) -%}
+  {%- for name, up, what in read.fields -%}
+    {%- if what == 'version' -%}
+      {%- do read.versions.update({up.name: row[name]}) -%}
+    {%- elif what == 'history' -%}
+      {%- do up.update({'history': fromjson(row[name] or '{}')}) -%}
+    {%- else -%}
+      {%- do up.update({what: row[name]}) -%}
+    {%- endif -%}
   {%- endfor -%}
 {% endmacro %}
 
