@@ -244,6 +244,9 @@ def test_an_unknown_change_feed_fails_naming_the_choices(
         ("ivm_rebuild_above", 0, "ivm_rebuild_above must be a positive number"),
         ("ivm_rebuild_above", True, "or false to never rebuild for size, got 'True'."),
         ("ivm_rebuild_above", "high", "got 'high'."),
+        ("ivm_compact_log_above", 0, "ivm_compact_log_above must be a whole number of refresh log"),
+        ("ivm_compact_log_above", 2.5, "or false to never compact the model's refresh log history"),
+        ("ivm_compact_log_above", True, "got 'True'."),
     ],
 )
 def test_invalid_refresh_settings_fail_like_the_run(

@@ -54,3 +54,48 @@ def test_compaction_keeps_rows_and_state(project_factory) -> None:
     events = partitions(project, "facts")
     assert len(events) == 2 and sum(e.startswith("compacted:") for e in events) == 1, events
     assert project.refresh_log("facts")[-1]["refresh_id"] == refresh["refresh_id"]
+
+
+COMPACTING = """\
+    {{ config(materialized='ivm', meta={'ivm_compact_log_above': 4}) }}
+    select o.order_id, o.amount from {{ source('shop', 'orders') }} o
+    """
+
+
+def test_refresh_compacts_its_history_under_the_lease(project_factory) -> None:
+    """Past ivm_compact_log_above partitions of history, the refresh folds them into one
+    before it logs its own rows: the state read stays a few files, every row is kept
+    once, and a copy left by an interrupted compaction is written once by the next one."""
+    project = project_factory("log_autocompact")
+    orders = project.build_facts(COMPACTING)
+    log = f"{project.schema}.__ivm_refresh_log"
+    compacting_statements: list[list[str]] = []
+    for i in range(2, 9):
+        inserted = Op("insert", {"order_id": i, "amount": float(i)})
+        orders.apply([inserted, Op("update", {"order_id": 1, "amount": float(-i)})])
+        sent = project.statements()["facts"]
+        assert project.last_refresh("facts")["path"] == "incremental"
+        project.assert_consistent(["facts"], f"after refresh {i - 1}")
+        folds = [s for s in sent if s.startswith(f"insert overwrite table {log} ") and "__ivm_copy" in s]
+        if folds:
+            compacting_statements.append(sent)
+        if i == 5:
+            # an interrupted compaction: its partition written, the partitions it folded not dropped
+            history = [e for e in partitions(project, "facts") if e.startswith("compacted:")]
+            assert history, partitions(project, "facts")
+            project.spark.sql(
+                f"insert overwrite table {log} select * except (event), 'compacted:interrupted' "
+                f"from {log} where event = '{history[0]}'"
+            )
+        # never more than the threshold's history, the last success and this refresh's two rows
+        assert len(partitions(project, "facts")) <= 4 + 1 + 1 + 2, partitions(project, "facts")
+
+    assert len(compacting_statements) >= 2, "the history was never compacted"
+    # the fold and the drop of the folded partitions: two statements, only when it compacts
+    for sent in compacting_statements:
+        assert sum(s.startswith(f"alter table {log} drop if exists partition") for s in sent) == 1
+    rows = project.refresh_log("facts")
+    # the build and seven refreshes, a 'started' and a 'success' row each, none twice
+    assert len(rows) == 2 * 8, [(r["status"], r["event"]) for r in rows]
+    assert len({(r["refresh_id"], r["status"]) for r in rows}) == len(rows)
+    assert not [e for e in partitions(project, "facts") if e == "compacted:interrupted"]

@@ -109,6 +109,8 @@
   {%- endif -%}
   {#- upstream versions are fixed from here: changes committed later wait for the next run -#}
   {%- set state, versions_to = position.state, position.versions_to -%}
+  {#- under the lease, before this refresh logs anything: its model's history in one partition -#}
+  {%- do dbt_ivm._ivm_compact_history(model, state, settings.compact_log_above, entry) -%}
   {%- set reason = position.full_reason or position.upstream_reason -%}
   {#- a keyed recompute re-applies by key, like a join; aggregate states cannot -#}
   {%- set aggregate_to_repair = inputs.spec is not none and inputs.spec.kind != 'keyed' and state.repair -%}

@@ -37,6 +37,12 @@
         "': ivm_rebuild_above must be a positive number (changed rows as a fraction of the changed upstreams' rows, e.g. 0.05) or "
             "false to never rebuild for size, got '" ~ rebuild_above ~ "'.") }}
   {%- endif -%}
+  {%- set compact_log_above = dbt_ivm._ivm_config('ivm_compact_log_above', 64) -%}
+  {%- if compact_log_above is not false and (compact_log_above is sameas true or compact_log_above is not integer or compact_log_above < 1) -%}
+    {{ exceptions.raise_compiler_error("Model '" ~ model.name ~
+        "': ivm_compact_log_above must be a whole number of refresh log partitions above 0 (e.g. 64) or false to never compact "
+            "the model's refresh log history, got '" ~ compact_log_above ~ "'.") }}
+  {%- endif -%}
   {#- the model's row key, as dbt's incremental models name it: keys the slices of the keyed path -#}
   {%- set unique_key = config.get('unique_key') -%}
   {%- set unique_key = [unique_key] if unique_key is string else unique_key -%}
@@ -54,7 +60,7 @@
   {%- do settings.update({'unique_key': unique_key | map('lower') | list if unique_key else none,
                           'on_unsupported': on_unsupported, 'partition_by': partition_by | map('lower') | list,
                           'rebuild_above': rebuild_above or none, 'file_format': file_format,
-                          'on_change_feed_error': on_feed_error}) -%}
+                          'on_change_feed_error': on_feed_error, 'compact_log_above': compact_log_above or none}) -%}
   {%- do settings.update(dbt_ivm._ivm_table_settings(model, file_format, partition_by)) -%}
   {{ return(settings) }}
 {% endmacro %}

@@ -123,14 +123,16 @@
 {#- The refresh log rows of a model that make its state, unordered: its latest 'success'
     row and every row logged after it (rows of event 'noop:...' are not state). The
     latest success is found by a window over the same read: one scan of the model's
-    partitions, not two (each of its refreshes adds two, so this read grows with them). -#}
+    partitions, not two (each of its refreshes adds two, so this read grows with them, until
+    a refresh compacts them: the last column lists the partitions that hold only history). -#}
 {% macro _ivm_state_sql(model_id) %}
   {%- set log = dbt_ivm.ivm_refresh_log_relation() -%}
   {%- set m = dbt_ivm._ivm_string_literal(model_id) -%}
   {{ return('select status, to_json(versions_to) as versions_to, definition_hash, logs_advanced, refresh_id, table_version, logged_at, '
-      ~ 'path, to_json(columns) as columns, lease_generation, to_json(sizes) as sizes '
+      ~ 'path, to_json(columns) as columns, lease_generation, to_json(sizes) as sizes, to_json(__ivm_history) as history '
+      ~ 'from (select *, collect_set(case when logged_at < __ivm_last then event end) over () as __ivm_history '
       ~ 'from (select *, ' ~ dbt_ivm._ivm_last_success('()') ~ ' as __ivm_last '
-      ~ 'from ' ~ log ~ ' where model = ' ~ m ~ " and event not like 'noop:%') where logged_at >= coalesce(__ivm_last, timestamp'1970-01-01')") }}
+      ~ 'from ' ~ log ~ ' where model = ' ~ m ~ " and event not like 'noop:%')) where logged_at >= coalesce(__ivm_last, timestamp'1970-01-01')") }}
 {% endmacro %}
 
 {#- When a model's latest 'success' row was logged, as a window over its log rows (`over`:
@@ -141,7 +143,8 @@
 
 {#- The state (see ivm_read_state) from the rows of _ivm_state_sql, oldest first. -#}
 {% macro _ivm_state_from_rows(rows) %}
-  {%- set state = {'last_success': none, 'repair': none, 'table_version': none} -%}
+  {%- set state = {'last_success': none, 'repair': none, 'table_version': none,
+                   'history': fromjson(rows[0][11]) if rows and rows[0][11] else []} -%}
   {%- for r in rows -%}
     {%- if r[5] is not none and (state.table_version is none or r[5] > state.table_version) -%}
       {%- do state.update({'table_version': r[5]}) -%}
@@ -213,7 +216,9 @@
 {% endmacro %}
 
 {#- Merge the log rows older than each model's latest 'success' row into one partition per
-    model (the history is kept, in fewer files). Run it when no refresh is running:
+    model (the history is kept, in fewer files). A refresh does this for its own model when
+    the model's history exceeds ivm_compact_log_above partitions (_ivm_compact_history); the
+    operation does it for every model at once. Run it when no refresh is running:
     dbt run-operation dbt_ivm.ivm_compact_refresh_log -#}
 {% macro ivm_compact_refresh_log() %}
   {{ return(adapter.dispatch('ivm_compact_refresh_log', 'dbt_ivm')()) }}
@@ -224,31 +229,49 @@
   {%- set old = run_query('select model, event, count(*) from (select model, event, logged_at, '
       ~ dbt_ivm._ivm_last_success('(partition by model)') ~ ' as last_success from ' ~ log_table
       ~ ') group by model, event having max(logged_at) < max(last_success) order by model, event').rows -%}
-  {%- set columns = [] -%}
-  {%- for c in dbt_ivm._ivm_refresh_log_columns() -%}{%- do columns.append(c.split(' ')[0]) -%}{%- endfor -%}
   {#- no-op rows logged without the lease are not state (see ivm_read_state): compacted apart, still marked 'noop:' -#}
   {%- for model, events in old | groupby(0) -%}
     {%- for noop in (true, false) -%}
       {%- set group = [] -%}
       {%- for e in events if e[1].startswith('noop:') == noop -%}{%- do group.append(e) -%}{%- endfor -%}
       {%- if group | length > 1 -%}
-        {%- do dbt_ivm._ivm_compact_partitions(log_table, columns, model, group, ('noop:' if noop else '') ~ 'compacted:' ~ invocation_id) -%}
+        {%- do dbt_ivm._ivm_compact_partitions(model, group | map(attribute=1) | list, ('noop:' if noop else '') ~ 'compacted:' ~ invocation_id) -%}
+        {{ log('dbt_ivm: compacted ' ~ group | map(attribute=2) | sum ~ ' refresh log rows of ' ~ model ~ ' (' ~ group | length ~
+            ' partitions) into one', info=true) }}
       {%- endif -%}
     {%- endfor -%}
   {%- endfor -%}
 {% endmacro %}
 
-{#- Rewrite the log partitions (model, event) of `events` ([model, event, rows]) as one partition (model, into). -#}
-{% macro _ivm_compact_partitions(log_table, columns, model, events, into) %}
+{#- A refresh holding its model's lease folds the model's history (state.history: the
+    partitions older than its last success) into one partition when there are more than
+    `above` of them, so that every later state read opens a few files, not two per refresh. -#}
+{% macro _ivm_compact_history(model, state, above, entry) %}
+  {%- set history = state.get('history') or [] -%}
+  {%- if above and history | length > above -%}
+    {%- set started = modules.datetime.datetime.utcnow() -%}
+    {%- do dbt_ivm._ivm_compact_partitions(model.unique_id, history, 'compacted:' ~ entry.refresh_id) -%}
+    {{ log('dbt_ivm: ' ~ model.name ~ ': compacted ' ~ history | length ~ ' refresh log partitions of its history into one in '
+        ~ dbt_ivm._ivm_seconds_since(started) ~ ' s', info=true) }}
+  {%- endif -%}
+{% endmacro %}
+
+{#- Rewrite the log partitions (model, event) of `events` as one partition (model, into), then
+    drop them. A copy of a row that an interrupted compaction left in two partitions is
+    written once: a row is its refresh, status and time. -#}
+{% macro _ivm_compact_partitions(model, events, into) %}
+  {%- set log_table = dbt_ivm.ivm_refresh_log_relation() -%}
+  {%- set columns = [] -%}
+  {%- for c in dbt_ivm._ivm_refresh_log_columns() -%}{%- do columns.append(c.split(' ')[0]) -%}{%- endfor -%}
   {%- set names = [] -%}
-  {%- for e in events -%}{%- do names.append(dbt_ivm._ivm_string_literal(e[1])) -%}{%- endfor -%}
+  {%- for e in events if e != into -%}{%- do names.append(dbt_ivm._ivm_string_literal(e)) -%}{%- endfor -%}
+  {%- set m = dbt_ivm._ivm_string_literal(model) -%}
   {%- do run_query('insert overwrite table ' ~ log_table ~ ' select ' ~ columns | join(', ') ~ ', model, ' ~ dbt_ivm._ivm_string_literal(into)
-      ~ ' from ' ~ log_table ~ ' where model = ' ~ dbt_ivm._ivm_string_literal(model) ~ ' and event in (' ~ names | join(', ') ~ ')') -%}
+      ~ ' from (select *, row_number() over (partition by refresh_id, status, logged_at order by event) as __ivm_copy from ' ~ log_table
+      ~ ' where model = ' ~ m ~ ' and event in (' ~ names | join(', ') ~ ')) where __ivm_copy = 1') -%}
   {%- set specs = [] -%}
-  {%- for n in names -%}{%- do specs.append('partition (model = ' ~ dbt_ivm._ivm_string_literal(model) ~ ', event = ' ~ n ~ ')') -%}{%- endfor -%}
+  {%- for n in names -%}{%- do specs.append('partition (model = ' ~ m ~ ', event = ' ~ n ~ ')') -%}{%- endfor -%}
   {%- do run_query('alter table ' ~ log_table ~ ' drop if exists ' ~ specs | join(', ')) -%}
-  {{ log('dbt_ivm: compacted ' ~ events | map(attribute=2) | sum ~ ' refresh log rows of ' ~ model ~ ' (' ~ events | length ~
-      ' partitions) into one', info=true) }}
 {% endmacro %}
 
 {#- A SQL string literal of value. `${` is written `$\{`: Spark substitutes variables such as
