@@ -80,7 +80,7 @@ def test_refresh_compacts_its_history_under_the_lease(project_factory) -> None:
         if folds:
             compacting_statements.append(sent)
         if i == 5:
-            # an interrupted compaction: its partition written, the partitions it folded not dropped
+            # rows in two partitions, as a fold killed before its drop leaves them
             history = [e for e in partitions(project, "facts") if e.startswith("compacted:")]
             assert history, partitions(project, "facts")
             project.spark.sql(
@@ -94,6 +94,12 @@ def test_refresh_compacts_its_history_under_the_lease(project_factory) -> None:
     # the fold and the drop of the folded partitions: two statements, only when it compacts
     for sent in compacting_statements:
         assert sum(s.startswith(f"alter table {log} drop if exists partition") for s in sent) == 1
+        # under the lease, before the refresh logs its own 'started' row
+        fold = next(n for n, s in enumerate(sent) if "__ivm_copy" in s)
+        lease = next(n for n, s in enumerate(sent) if "__ivm_lease__" in s and s.startswith("create table"))
+        writes = f"insert overwrite table {log} "
+        started = next(n for n, s in enumerate(sent) if s.startswith(writes) and "'started'" in s)
+        assert lease < fold < started, sent
     rows = project.refresh_log("facts")
     # the build and seven refreshes, a 'started' and a 'success' row each, none twice
     assert len(rows) == 2 * 8, [(r["status"], r["event"]) for r in rows]

@@ -81,7 +81,8 @@
     table_version, logged_at and path, 'resume_full': the refresh_id of the latest interrupted
     full build (a kill does not turn a rebuild that was asked for into an incremental
     re-apply), 'interrupted_all': every refresh interrupted since the last
-    success, oldest first; last_success: versions, definition_hash, logs_advanced, table_version,
+    success, oldest first; 'history': the model's partitions older than its last success
+    (_ivm_compact_history folds them); last_success: versions, definition_hash, logs_advanced, table_version,
     logged_at (Spark's time of the log row), columns and lease_generation (see ivm_log_refresh)}. table_version is, for a parquet table, the
     stamp of the refresh's change-log rows (_ivm_table_stamp); for a Delta table, in 'started'
     rows, the table's Delta version before the refresh's write. -#}
@@ -264,7 +265,7 @@
   {%- set columns = [] -%}
   {%- for c in dbt_ivm._ivm_refresh_log_columns() -%}{%- do columns.append(c.split(' ')[0]) -%}{%- endfor -%}
   {%- set names = [] -%}
-  {%- for e in events if e != into -%}{%- do names.append(dbt_ivm._ivm_string_literal(e)) -%}{%- endfor -%}
+  {%- for e in events -%}{%- do names.append(dbt_ivm._ivm_string_literal(e)) -%}{%- endfor -%}
   {%- set m = dbt_ivm._ivm_string_literal(model) -%}
   {%- do run_query('insert overwrite table ' ~ log_table ~ ' select ' ~ columns | join(', ') ~ ', model, ' ~ dbt_ivm._ivm_string_literal(into)
       ~ ' from (select *, row_number() over (partition by refresh_id, status, logged_at order by event) as __ivm_copy from ' ~ log_table
