@@ -38,7 +38,10 @@
     {%- set full_reason = refresh.reason -%}
     {%- if refresh.path == 'incremental' -%}
       {#- none, or why this change is better rebuilt (its size) -#}
-      {%- set full_reason = dbt_ivm._ivm_refresh_incremental(model, target_relation, inputs, refresh.state, settings, entry) -%}
+      {#- the table as the lease's read-back listed it, unless a pre-hook may have changed it since -#}
+      {%- set listed = refresh.lease.get('listed') if not pre_hooks else none -%}
+      {%- set full_reason = dbt_ivm._ivm_refresh_incremental(model, target_relation, inputs, refresh.state, settings, entry,
+          listed) -%}
     {%- endif -%}
     {%- if full_reason -%}
       {%- do dbt_ivm._ivm_refresh_full(target_relation, existing, sql, analysis, inputs, refresh.versions_to, full_reason,

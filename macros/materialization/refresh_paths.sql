@@ -222,7 +222,7 @@
     it, see _ivm_change_problem_sql); the apply reads the change sets inline, in one
     statement on Delta (whose metrics give the rows deleted and inserted) and in one write
     plus a metastore switch on parquet (whose counts the refresh log row computes). -#}
-{% macro _ivm_refresh_incremental(model, target, inputs, state, settings, entry) %}
+{% macro _ivm_refresh_incremental(model, target, inputs, state, settings, entry, listed=none) %}
   {%- set template, spec, plan = inputs.template, inputs.spec, inputs.plan -%}
   {%- set versions_from = state.last_success.versions -%}
   {%- set counters = [] -%}
@@ -356,12 +356,14 @@
     {%- if costly -%}{{ return(costly) }}{%- endif -%}
   {%- endif -%}
 
-  {#- described once: its columns here, its location for a parquet rewrite, its properties on Delta -#}
-  {%- set described = run_query('describe extended ' ~ target).rows -%}
+  {#- described once: its columns here, its location for a parquet rewrite, its properties on
+      Delta; on parquet usually read already, with the lease -#}
+  {%- set stored = (state.last_success.get('columns') or {}).get('.') -%}
+  {%- set described = dbt_ivm._ivm_listed_as_described(listed, stored) -%}
+  {%- if described is none -%}{%- set described = run_query('describe extended ' ~ target).rows -%}{%- endif -%}
   {%- set target_columns = dbt_ivm._ivm_described_columns(described) -%}
   {%- set columns = target_columns | map(attribute='name') | list -%}
   {%- set table_columns = dbt_ivm._ivm_columns_signature(target_columns) -%}
-  {%- set stored = (state.last_success.get('columns') or {}).get('.') -%}
   {%- if stored is not none and stored != table_columns -%}
     {{ return('the columns of the table changed outside dbt_ivm since the last refresh (' ~ stored ~ ' -> ' ~ table_columns ~ ')') }}
   {%- endif -%}
@@ -442,6 +444,29 @@
 
 {#- The most netted changed rows of one upstream that a refresh asks Spark to broadcast in
     its joins (a larger change is joined as Spark plans it). -#}
+{#- The rows a DESCRIBE TABLE EXTENDED of the table would return (its columns, then its
+    details: Location, Provider, ...), from the information text of its SHOW TABLE EXTENDED
+    row (listed), when that gives every column and they are the ones the last refresh
+    recorded (stored: their signature); else none, and the caller describes the table. The
+    listing names some types less exactly than DESCRIBE (a varchar as string), so only a
+    match is taken; and only details one per line, each key once (a table comment can span
+    lines). -#}
+{% macro _ivm_listed_as_described(listed, stored) %}
+  {%- set columns = dbt_ivm._ivm_listing_columns(listed) if listed else none -%}
+  {%- if columns is none or stored is none or dbt_ivm._ivm_columns_signature(columns) != stored -%}{{ return(none) }}{%- endif -%}
+  {%- set details = [] -%}
+  {%- set keys = [] -%}
+  {%- for line in listed.split('\nSchema: root\n', 1)[0].split('\n') -%}
+    {%- set detail = line.split(': ', 1) -%}
+    {%- if detail | length < 2 or detail[0] in keys -%}{{ return(none) }}{%- endif -%}
+    {%- do keys.append(detail[0]) -%}
+    {%- do details.append(detail + ['']) -%}
+  {%- endfor -%}
+  {%- set rows = [] -%}
+  {%- for c in columns -%}{%- do rows.append([c.name, c.data_type, none]) -%}{%- endfor -%}
+  {{ return(rows + [['', '', ''], ['# Detailed Table Information', '', '']] + details) }}
+{% endmacro %}
+
 {% macro _ivm_broadcast_rows() %}
   {{ return(200000) }}
 {% endmacro %}

@@ -44,20 +44,28 @@
 
 {#- {generation: {'holder', 'since' (datetime, UTC)}} of those of `generations` of a
     table's leases (prefix) that exist, read by their exact names in one SHOW TABLE
-    EXTENDED (whose table information lists the properties, sorted by key). -#}
-{% macro ivm_lease_holders(prefix, generations) %}
-  {{ return(adapter.dispatch('ivm_lease_holders', 'dbt_ivm')(prefix, generations)) }}
+    EXTENDED (whose table information lists the properties, sorted by key). also: none, or
+    {'identifier': one more table of the state schema} for the same statement to list,
+    updated with its 'information' text when it exists. -#}
+{% macro ivm_lease_holders(prefix, generations, also=none) %}
+  {{ return(adapter.dispatch('ivm_lease_holders', 'dbt_ivm')(prefix, generations, also)) }}
 {% endmacro %}
 
-{% macro default__ivm_lease_holders(prefix, generations) %}
+{% macro default__ivm_lease_holders(prefix, generations, also=none) %}
   {%- set names = [] -%}
   {%- for g in generations -%}{%- do names.append(prefix ~ g) -%}{%- endfor -%}
+  {%- if also is not none -%}{%- do names.append(also.identifier | lower) -%}{%- endif -%}
   {%- set found = {} -%}
   {%- for r in run_query('show table extended in ' ~ dbt_ivm.ivm_refresh_log_relation().schema ~ " like '" ~ names | join('|') ~ "'").rows -%}
-    {%- set held = modules.re.search('dbt_ivm[.]holder=(.*), dbt_ivm[.]since=([0-9T:-]+)', r[3]) -%}
-    {%- do found.update({r[1][prefix | length:] | int: {
-        'holder': held.group(1) if held else 'unknown',
-        'since': modules.datetime.datetime.strptime(held.group(2) if held else '1970-01-01T00:00:00', '%Y-%m-%dT%H:%M:%S')}}) -%}
+    {%- set generation = modules.re.fullmatch(modules.re.escape(prefix) ~ '([0-9]+)', r[1] | lower) -%}
+    {%- if generation -%}
+      {%- set held = modules.re.search('dbt_ivm[.]holder=(.*), dbt_ivm[.]since=([0-9T:-]+)', r[3]) -%}
+      {%- do found.update({generation.group(1) | int: {
+          'holder': held.group(1) if held else 'unknown',
+          'since': modules.datetime.datetime.strptime(held.group(2) if held else '1970-01-01T00:00:00', '%Y-%m-%dT%H:%M:%S')}}) -%}
+    {%- elif also is not none and r[1] | lower == also.identifier | lower and (r[2] | string | lower) not in ('true', '1') -%}
+      {%- do also.update({'information': r[3] | string}) -%}
+    {%- endif -%}
   {%- endfor -%}
   {{ return(found) }}
 {% endmacro %}
@@ -75,14 +83,25 @@
       ~ ", 'dbt_ivm.since' = '" ~ modules.datetime.datetime.utcnow().strftime('%Y-%m-%dT%H:%M:%S') ~ "')") -%}
 {% endmacro %}
 
+{#- Whether the read-back of a lease taken at once also lists the table (see
+    ivm_acquire_lease): a parquet table in the state schema, its name one the pattern can
+    carry. A Delta table's catalog entry holds neither its columns nor its properties. -#}
+{% macro _ivm_lists_with_lease(target_relation, settings) %}
+  {{ return(settings.get('file_format') != 'delta'
+      and (target_relation.schema | lower) == (dbt_ivm.ivm_refresh_log_relation().schema | lower)
+      and modules.re.fullmatch('[a-z0-9_]+', target_relation.identifier | lower) is not none) }}
+{% endmacro %}
+
 {#- Take the lease of a model's table for refresh_id, waiting up to settings.lease_wait
     seconds for a running refresh; fails naming the holder when it stays busy. finished:
     the generation that the last 'success' row of the state the refresh read freed, or
-    none. Returns {'prefix', 'generation', 'fresh'}: fresh when the lease was taken at the
-    first try as the generation after that very one, and no newer one exists, so no refresh
-    can have logged anything since that state was read: another one would have taken that
-    same generation, or a newer one, which exists only after it (generations are taken one
-    after the other, each after the newest seen, and dropped only when four newer exist). -#}
+    none. Returns {'prefix', 'generation', 'fresh', 'listed'}: fresh when the lease was taken
+    at the first try as the generation after that very one, and no newer one exists, so no
+    refresh can have logged anything since that state was read: another one would have
+    taken that same generation, or a newer one, which exists only after it (generations are
+    taken one after the other, each after the newest seen, and dropped only when four newer
+    exist). listed: the table's SHOW TABLE EXTENDED information, read under the lease by the
+    statement that read it back (see _ivm_lists_with_lease), or none. -#}
 {% macro ivm_acquire_lease(model, target_relation, refresh_id, settings, finished=none) %}
   {{ return(adapter.dispatch('ivm_acquire_lease', 'dbt_ivm')(model, target_relation, refresh_id, settings, finished)) }}
 {% endmacro %}
@@ -96,9 +115,11 @@
   {%- if finished is not none -%}
     {%- set next = finished | int + 2 -%}
     {%- do dbt_ivm._ivm_create_lease(prefix, next, refresh_id) -%}
-    {%- set held = dbt_ivm.ivm_lease_holders(prefix, [next, next + 1, next + 2]) -%}
+    {%- set also = {'identifier': target_relation.identifier} if dbt_ivm._ivm_lists_with_lease(target_relation, settings) else none -%}
+    {%- set held = dbt_ivm.ivm_lease_holders(prefix, [next, next + 1, next + 2], also) -%}
     {%- if held.keys() | list == [next] and held[next].holder == refresh_id -%}
-      {%- do state.update({'lease': {'prefix': prefix, 'generation': next, 'fresh': true}, 'done': true}) -%}
+      {%- do state.update({'lease': {'prefix': prefix, 'generation': next, 'fresh': true,
+          'listed': (also or {}).get('information')}, 'done': true}) -%}
     {%- endif -%}
   {%- endif -%}
   {#- otherwise each attempt reads the newest generation and takes the lease when it is free
@@ -121,7 +142,8 @@
       {%- do dbt_ivm._ivm_create_lease(prefix, generation, refresh_id) -%}
       {%- set winner = dbt_ivm._ivm_lease_holder(prefix, generation) -%}
       {%- if winner.holder == refresh_id -%}
-        {%- do state.update({'lease': {'prefix': prefix, 'generation': generation, 'fresh': false}, 'done': true}) -%}
+        {%- do state.update({'lease': {'prefix': prefix, 'generation': generation, 'fresh': false, 'listed': none},
+            'done': true}) -%}
         {%- if dead -%}
           {{ log('dbt_ivm: ' ~ model.name ~ ': took over the refresh lease of ' ~ current.holder ~ ' (held since ' ~ current.since
                  ~ ' UTC, longer than ivm_lease_timeout = ' ~ settings.lease_timeout ~ ' s: presumed dead)', info=true) }}
