@@ -12,7 +12,9 @@ from typing import Any
 import pytest
 from pyspark.sql import SparkSession
 
+from dbt_ivm.changelog import Op
 from tests.manifests import package_runtime
+from tests.support import sources_yaml
 
 PLAIN = """Catalog: spark_catalog
 Database: raw
@@ -132,3 +134,25 @@ def test_listed_table_agrees_with_describe(spark: SparkSession) -> None:
         value = runtime.macro("_ivm_describe_value")
         assert value("describe", name, rows) == value("describe", name, described)
     assert runtime.macro("_ivm_table_info")(rows) == runtime.macro("_ivm_table_info")(described)
+
+
+def test_a_model_with_a_pre_hook_describes_its_table(project_factory) -> None:
+    """A pre-hook runs after the lease's read-back listed the table and could change it:
+    that model describes its table; one without a pre-hook does not. Both stay exact."""
+    project = project_factory("listed_hook")
+    rows = [{"order_id": i, "amount": float(i)} for i in range(5)]
+    orders, declared = project.tracked_table(
+        "parquet", "orders", "order_id bigint, amount double", rows, ["order_id"]
+    )
+    project.write("models/sources.yml", sources_yaml(project.raw, {"orders": declared}))
+    body = "select order_id, amount * 2 as doubled from {{ source('shop', 'orders') }}"
+    project.write("models/plain.sql", "{{ config(materialized='ivm') }}\n" + body)
+    project.write("models/hooked.sql", "{{ config(materialized='ivm', pre_hook='select 1') }}\n" + body)
+    project.run()
+    orders.apply([Op("update", {"order_id": 3, "amount": 30.0})])
+    sent = project.statements()
+    for model in ("plain", "hooked"):
+        assert project.last_path(model) == "incremental", project.last_refresh(model)
+    assert not [s for s in sent["plain"] if s.startswith("describe")], sent["plain"]
+    assert [s for s in sent["hooked"] if s.startswith("describe extended")], sent["hooked"]
+    project.assert_consistent(["plain", "hooked"], "after a refresh with and without a pre-hook")
