@@ -3,6 +3,8 @@
     Every refresh applies its whole change in ONE statement, so readers never see a
     half-applied refresh:
     * insert-only join change: one INSERT (the rows never exist yet);
+    * join change whose changed keys are all listed as literals: one INSERT ... REPLACE
+      WHERE on them (see _ivm_delta_replaced_slices);
     * everything else: one MERGE whose source holds at most one row per target key,
       keys matched null-safely (<=>). Delta rejects DELETE ... WHERE k IN (subquery), so
       rows are deleted by MERGE ... WHEN MATCHED THEN DELETE.
@@ -263,18 +265,33 @@ as {{ build_sql }}
 {% endmacro %}
 
 {#- Apply a staged change (see _ivm_refresh_incremental) to a Delta table in one statement.
-    Returns {'deleted', 'inserted'}: the rows it removed and added, from the statement's
-    own metrics (an updated row counts as one of each); both none when it reported none
-    (an append, INSERT INTO, which open-source Delta runs without returning counts). -#}
+    Returns {'deleted', 'inserted'}: the rows it removed and added, from the MERGE's own
+    metrics (an updated row counts as one of each) or the commit's of an INSERT ... REPLACE
+    WHERE; both none for an append (INSERT INTO, which open-source Delta runs without
+    returning counts). -#}
 {% macro ivm_apply_delta(target, target_columns, stage, plan, repair) %}
   {{ return(adapter.dispatch('ivm_apply_delta', 'dbt_ivm')(target, target_columns, stage, plan, repair)) }}
 {% endmacro %}
 
 {% macro default__ivm_apply_delta(target, target_columns, stage, plan, repair) %}
-  {%- set sql = dbt_ivm._ivm_delta_apply_sql(target, target_columns, stage, plan, repair) -%}
-  {%- call statement('main', fetch_result=true) -%}{{ sql }}{%- endcall -%}
-  {%- set result = load_result('main') -%}
+  {%- set apply = dbt_ivm._ivm_delta_apply_sql(target, target_columns, stage, plan, repair) -%}
+  {%- call statement('main', fetch_result=true) -%}{{ apply.sql }}{%- endcall -%}
   {%- set metrics = {} -%}
+  {%- if apply.counts == 'history' -%}
+    {#- an INSERT ... REPLACE WHERE returns no rows: its commit's metrics count them -#}
+    {%- set history = run_query('describe history ' ~ target ~ ' limit 1') -%}
+    {%- set names = history.column_names | map('lower') | list -%}
+    {%- set row = history.rows[0] -%}
+    {%- if row[names.index('operation')] == 'WRITE' -%}
+      {%- set m = row[names.index('operationmetrics')] -%}
+      {%- set deleted = dbt_ivm._ivm_history_metric(m, 'numDeletedRows') -%}
+      {#- rows kept in a file that had to be rewritten are output again, as copies -#}
+      {{ return({'deleted': deleted, 'inserted': dbt_ivm._ivm_history_metric(m, 'numOutputRows')
+                 - dbt_ivm._ivm_history_metric(m, 'numCopiedRows')}) }}
+    {%- endif -%}
+    {{ return({'deleted': none, 'inserted': none}) }}
+  {%- endif -%}
+  {%- set result = load_result('main') -%}
   {%- if result and result.table and result.table.rows -%}
     {%- for name in result.table.column_names -%}{%- do metrics.update({name | lower: result.table.rows[0][loop.index0]}) -%}{%- endfor -%}
   {%- endif -%}
@@ -283,27 +300,65 @@ as {{ build_sql }}
   {{ return({'deleted': (metrics.get('num_deleted_rows') or 0) + updated, 'inserted': (metrics.get('num_inserted_rows') or 0) + updated}) }}
 {% endmacro %}
 
-{#- The one statement that applies a staged change to a Delta table. -#}
+{#- A count of a commit's operationMetrics (0 when absent): a map, or its text as a driver
+    renders it (the embedded session a Python dict, the thrift server JSON). -#}
+{% macro _ivm_history_metric(metrics, name) %}
+  {%- if metrics is mapping -%}{{ return((metrics.get(name) or 0) | int) }}{%- endif -%}
+  {%- set found = modules.re.search('[\'"]' ~ name ~ '[\'"]\\s*:\\s*[\'"]?([0-9]+)', metrics or '') -%}
+  {{ return(found.group(1) | int if found else 0) }}
+{% endmacro %}
+
+{#- The one statement that applies a staged change to a Delta table: {sql, counts: where its
+    row counts come from ('result': the statement's own metrics row, 'history': its commit's
+    metrics, none: nowhere, an append)}. -#}
 {% macro _ivm_delta_apply_sql(target, target_columns, stage, plan, repair) %}
   {%- set columns = target_columns | map(attribute='name') | list -%}
+  {%- set cols = dbt_ivm._ivm_quote_all(columns) | join(', ') -%}
   {%- set d = stage.get('delta') or {} -%}
   {%- if d.get('kind') == 'merge' -%}
-    {{ return(dbt_ivm.ivm_delta_aggregate_merge_sql(target, columns, d.merged_view, d['keys'])) }}
+    {{ return({'sql': dbt_ivm.ivm_delta_aggregate_merge_sql(target, columns, d.merged_view, d['keys']), 'counts': 'result'}) }}
   {%- elif d.get('kind') == 'slices' -%}
     {#- a keyed view's slices: the join MERGE with the slice key as the identity -#}
-    {{ return(dbt_ivm.ivm_delta_join_merge_sql(target, target_columns, stage.insert_view, d['keys'], d.affected_view)) }}
+    {{ return({'sql': dbt_ivm.ivm_delta_join_merge_sql(target, target_columns, stage.insert_view, d['keys'], d.affected_view),
+               'counts': 'result'}) }}
   {%- elif d.get('kind') == 'recompute' -%}
-    {{ return(dbt_ivm.ivm_delta_recompute_merge_sql(target, columns, d.affected_view, stage.insert_view, d['keys'])) }}
+    {{ return({'sql': dbt_ivm.ivm_delta_recompute_merge_sql(target, columns, d.affected_view, stage.insert_view, d['keys']),
+               'counts': 'result'}) }}
   {%- elif not stage.rewrite -%}
-    {{ return('insert into ' ~ target ~ ' (' ~ dbt_ivm._ivm_quote_all(columns) | join(', ') ~ ') select ' ~
-        dbt_ivm._ivm_quote_all(columns) | join(', ') ~ ' from ' ~ stage.insert_view ~ ' __ivm_i') }}
+    {{ return({'sql': 'insert into ' ~ target ~ ' (' ~ cols ~ ') select ' ~ cols ~ ' from ' ~ stage.insert_view ~ ' __ivm_i',
+               'counts': none}) }}
+  {%- endif -%}
+  {%- set replaced = dbt_ivm._ivm_delta_replaced_slices(plan, repair) -%}
+  {%- if replaced is not none -%}
+    {#- the table's columns in its own order: INSERT matches them by position -#}
+    {{ return({'sql': 'insert into ' ~ target ~ ' replace where ' ~ replaced ~ '\nselect ' ~ cols ~ ' from ' ~ stage.insert_view
+               ~ ' __ivm_i', 'counts': 'history'}) }}
   {%- endif -%}
   {%- set deletes = dbt_ivm._ivm_delta_join_deletes(plan, repair) -%}
   {#- found by literals alone, the deleted rows' predicate also cuts the table the MERGE
       matches against: Delta then reads only the files whose statistics admit those keys -#}
   {%- set on_table = dbt_ivm._ivm_join_delete_predicates(plan, '__ivm_t', repair) -%}
-  {{ return(dbt_ivm.ivm_delta_join_merge_sql(target, target_columns, stage.insert_view, deletes.identity, deletes['keys'],
-      stage.predicates, none if on_table.joins else on_table.flag, deletes.not_null)) }}
+  {{ return({'sql': dbt_ivm.ivm_delta_join_merge_sql(target, target_columns, stage.insert_view, deletes.identity, deletes['keys'],
+      stage.predicates, none if on_table.joins else on_table.flag, deletes.not_null), 'counts': 'result'}) }}
+{% endmacro %}
+
+{#- The slices of a join-only refresh as one predicate on the table's hidden key columns,
+    when every changed upstream's changed keys were listed (p.ids): a row is deleted, or
+    inserted, exactly when its key of some changed upstream is listed (an inserted row
+    comes from the term of an upstream restricted to its changed keys; keys inserted since
+    the stored version have no rows yet, so listing them deletes nothing). Delta's INSERT
+    ... REPLACE WHERE then applies the refresh in one commit that finds the deleted rows in
+    one scan of the files their statistics admit, where the MERGE materializes its source
+    and joins the table twice (to find the files, then the rows). None otherwise (a key not
+    listed, a watermark upstream, a repair, which re-applies by version). -#}
+{% macro _ivm_delta_replaced_slices(plan, repair) %}
+  {%- if repair -%}{{ return(none) }}{%- endif -%}
+  {%- set flags = [] -%}
+  {%- for p in plan if p.changed and (p.get('old', 0) > 0 or p.get('has_new')) -%}
+    {%- if p.up.kind != 'change_log' or not p.up.hidden or p.get('ids') is none -%}{{ return(none) }}{%- endif -%}
+    {%- do flags.append(dbt_ivm._ivm_listed_ids_flag(p, p.up.hidden | map(attribute='name') | list)) -%}
+  {%- endfor -%}
+  {{ return('(' ~ flags | join(' or ') ~ ')' if flags else none) }}
 {% endmacro %}
 
 {#- Full build of a Delta table: one CREATE OR REPLACE TABLE (an existing relation that is

@@ -69,7 +69,7 @@
           {'delta.enableChangeDataFeed': 'true'})] -%}
       {%- set statements = [] -%}
     {%- else -%}
-      {%- set apply = [dbt_ivm._ivm_delta_apply_sql(target, target_columns, stage, plan, repair)] -%}
+      {%- set apply = [dbt_ivm._ivm_delta_apply_sql(target, target_columns, stage, plan, repair).sql] -%}
     {%- endif -%}
     {%- for s in apply -%}{%- do statements.append(['apply', s]) -%}{%- endfor -%}
     {%- do out.update({case.name: {'shape': analysis.shape, 'issues': analysis.issues | map(attribute='code') | list, 'statements': statements}}) -%}

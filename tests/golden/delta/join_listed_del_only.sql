@@ -33,13 +33,5 @@ end) is not null or ((not f.__ivm_is_new or l.__ivm_is_new)
   and not (not f.__ivm_is_new and l.__ivm_is_new and f.`customer_id` <=> l.`customer_id` and f.`region` <=> l.`region`))
 
 -- 2: apply
-merge into analytics.join_listed_del_only __ivm_t
-using (
-  select distinct true as __ivm_del, cast(null as bigint) as `order_id`, cast(null as decimal(10,2)) as `amount`, cast(null as string) as `region`, cast(null as bigint) as `__ivm_orders__order_id`, __ivm_k.`__ivm_customers__customer_id`
-  from (select * from values (cast('2' as bigint)), (cast('3' as bigint)), (cast('4' as bigint)), (cast('5' as bigint)) as __ivm_l(__ivm_customers__customer_id)) __ivm_k
-  union all
-  select false as __ivm_del, `order_id`, `amount`, `region`, `__ivm_orders__order_id`, `__ivm_customers__customer_id` from (select * from analytics.join_listed_del_only where false) __ivm_i
-) __ivm_s
-on __ivm_s.__ivm_del and (__ivm_t.__ivm_customers__customer_id in (cast('2' as bigint), cast('3' as bigint), cast('4' as bigint), cast('5' as bigint))) and __ivm_t.`__ivm_customers__customer_id` <=> __ivm_s.`__ivm_customers__customer_id`
-when matched then delete
-when not matched and not __ivm_s.__ivm_del then insert (`order_id`, `amount`, `region`, `__ivm_orders__order_id`, `__ivm_customers__customer_id`) values (__ivm_s.`order_id`, __ivm_s.`amount`, __ivm_s.`region`, __ivm_s.`__ivm_orders__order_id`, __ivm_s.`__ivm_customers__customer_id`)
+insert into analytics.join_listed_del_only replace where (__ivm_customers__customer_id in (cast('2' as bigint), cast('3' as bigint), cast('4' as bigint), cast('5' as bigint)))
+select `order_id`, `amount`, `region`, `__ivm_orders__order_id`, `__ivm_customers__customer_id` from (select * from analytics.join_listed_del_only where false) __ivm_i

@@ -67,21 +67,11 @@ end) is not null or ((not f.__ivm_is_new or l.__ivm_is_new)
   and not (not f.__ivm_is_new and l.__ivm_is_new and f.`customer_id` <=> l.`customer_id` and f.`region` <=> l.`region`))
 
 -- 3: apply
-merge into analytics.join_listed_keys __ivm_t
-using (
-  select distinct true as __ivm_del, cast(null as bigint) as `order_id`, cast(null as decimal(10,2)) as `amount`, cast(null as string) as `region`, __ivm_v.`__ivm_orders__order_id`, __ivm_v.`__ivm_customers__customer_id`
-  from analytics.join_listed_keys __ivm_v
-  
-  where (__ivm_v.__ivm_orders__order_id in (cast('1' as bigint), cast('10' as bigint), cast('2' as bigint), cast('4' as bigint), cast('6' as bigint), cast('7' as bigint), cast('8' as bigint), cast('9' as bigint)) or __ivm_v.__ivm_customers__customer_id in (cast('1' as bigint), cast('3' as bigint)))
-  union all
-  select false as __ivm_del, `order_id`, `amount`, `region`, `__ivm_orders__order_id`, `__ivm_customers__customer_id` from (select * from (
+insert into analytics.join_listed_keys replace where (__ivm_orders__order_id in (cast('1' as bigint), cast('10' as bigint), cast('2' as bigint), cast('4' as bigint), cast('6' as bigint), cast('7' as bigint), cast('8' as bigint), cast('9' as bigint)) or __ivm_customers__customer_id in (cast('1' as bigint), cast('3' as bigint)))
+select `order_id`, `amount`, `region`, `__ivm_orders__order_id`, `__ivm_customers__customer_id` from (select * from (
 select o.order_id, o.amount, c.region , `o`.`order_id` as __ivm_orders__order_id, `c`.`customer_id` as __ivm_customers__customer_id from (select /*+ BROADCAST */ * from (select `order_id`, `customer_id`, `amount`, `status` from __ivm_join_listed_keys_chg_orders where __ivm_new) __ivm_b) o join (select * from (select `customer_id`, `region` from raw.customers) __ivm_r where `customer_id` in (cast('1' as bigint), cast('2' as bigint), cast('4' as bigint)) and `customer_id` between cast('1' as bigint) and cast('4' as bigint)) c on o.customer_id = c.customer_id where o.status <> 'cancelled'
 ) __ivm_term_0
 union all
 select * from (
 select o.order_id, o.amount, c.region , `o`.`order_id` as __ivm_orders__order_id, `c`.`customer_id` as __ivm_customers__customer_id from (select * from (select * from (select `order_id`, `customer_id`, `amount`, `status` from raw.orders version as of 7) __ivm_s where not coalesce(`order_id` in (cast('1' as bigint), cast('10' as bigint), cast('2' as bigint), cast('4' as bigint), cast('6' as bigint), cast('7' as bigint), cast('8' as bigint), cast('9' as bigint)), false)) __ivm_r where `customer_id` in (cast('1' as bigint), cast('3' as bigint)) and `customer_id` between cast('1' as bigint) and cast('3' as bigint)) o join (select /*+ BROADCAST */ * from (select `customer_id`, `region` from __ivm_join_listed_keys_chg_customers where __ivm_new) __ivm_b) c on o.customer_id = c.customer_id where o.status <> 'cancelled'
 ) __ivm_term_1) __ivm_i
-) __ivm_s
-on __ivm_s.__ivm_del and (__ivm_t.__ivm_orders__order_id in (cast('1' as bigint), cast('10' as bigint), cast('2' as bigint), cast('4' as bigint), cast('6' as bigint), cast('7' as bigint), cast('8' as bigint), cast('9' as bigint)) or __ivm_t.__ivm_customers__customer_id in (cast('1' as bigint), cast('3' as bigint))) and __ivm_t.`__ivm_orders__order_id` <=> __ivm_s.`__ivm_orders__order_id` and __ivm_t.`__ivm_customers__customer_id` <=> __ivm_s.`__ivm_customers__customer_id`
-when matched then delete
-when not matched and not __ivm_s.__ivm_del then insert (`order_id`, `amount`, `region`, `__ivm_orders__order_id`, `__ivm_customers__customer_id`) values (__ivm_s.`order_id`, __ivm_s.`amount`, __ivm_s.`region`, __ivm_s.`__ivm_orders__order_id`, __ivm_s.`__ivm_customers__customer_id`)
