@@ -451,3 +451,25 @@ def test_a_loose_leaf_is_still_cut_by_its_partner(runtime: Runtime) -> None:
     out = runtime.macro("_ivm_reduced_relations")(KEY_EDGES, {i: f"up{i}" for i in range(4)}, steps[1], steps)
     subquery = f"(select `o_custkey` from {out[0]} __ivm_p)"
     assert out[2] == f"(select * from up2 __ivm_r where (`c_custkey`) in {subquery})"
+
+
+def test_delta_replaces_slices_only_by_listed_single_column_keys(runtime: Runtime) -> None:
+    """REPLACE WHERE takes literal IN lists of one column each: Delta translates its condition
+    into data source filters, which have no tuple IN, so a composite row key goes by MERGE."""
+    replaced = runtime.macro("_ivm_delta_replaced_slices")
+
+    def change(key: list[str], ids: list[list[str]] | None, old: int = 1) -> dict[str, Any]:
+        hidden = [{"name": f"__ivm_t__{k}", "column": k} for k in key]
+        up = {"kind": "change_log", "unique_key": key, "hidden": hidden}
+        return {"index": 0, "changed": True, "old": old, "has_new": True, "ids": ids, "up": up}
+
+    one = change(["o_orderkey"], [["cast('7' as bigint)"], ["cast('9' as bigint)"]])
+    other = dict(change(["c_custkey"], [["cast('3' as int)"]], old=0), index=1)
+    orders = "__ivm_t__o_orderkey in (cast('7' as bigint), cast('9' as bigint))"
+    assert replaced([one, other], False) == f"({orders} or __ivm_t__c_custkey in (cast('3' as int)))"
+    composite = change(["l_orderkey", "l_linenumber"], [["cast('7' as bigint)", "cast('1' as int)"]])
+    assert replaced([one, composite], False) is None
+    assert replaced([one, change(["c_custkey"], None)], False) is None  # a change too large to list
+    assert replaced([one], True) is None  # a repair re-applies by version
+    unchanged = dict(change(["c_custkey"], None), changed=False)
+    assert replaced([one, unchanged], False) == f"({orders})"

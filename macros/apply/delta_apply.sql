@@ -349,13 +349,15 @@ as {{ build_sql }}
     the stored version have no rows yet, so listing them deletes nothing). Delta's INSERT
     ... REPLACE WHERE then applies the refresh in one commit that finds the deleted rows in
     one scan of the files their statistics admit, where the MERGE materializes its source
-    and joins the table twice (to find the files, then the rows). None otherwise (a key not
-    listed, a watermark upstream, a repair, which re-applies by version). -#}
+    and joins the table twice (to find the files, then the rows). None otherwise: a key not
+    listed, a row key of several columns (Delta turns the condition into data source
+    filters, which have no tuple IN: "cannot translate expression to source filter"), a
+    watermark upstream, a repair (which re-applies by version). -#}
 {% macro _ivm_delta_replaced_slices(plan, repair) %}
   {%- if repair -%}{{ return(none) }}{%- endif -%}
   {%- set flags = [] -%}
   {%- for p in plan if p.changed and (p.get('old', 0) > 0 or p.get('has_new')) -%}
-    {%- if p.up.kind != 'change_log' or not p.up.hidden or p.get('ids') is none -%}{{ return(none) }}{%- endif -%}
+    {%- if p.up.kind != 'change_log' or p.up.hidden | length != 1 or p.get('ids') is none -%}{{ return(none) }}{%- endif -%}
     {%- do flags.append(dbt_ivm._ivm_listed_ids_flag(p, p.up.hidden | map(attribute='name') | list)) -%}
   {%- endfor -%}
   {{ return('(' ~ flags | join(' or ') ~ ')' if flags else none) }}
