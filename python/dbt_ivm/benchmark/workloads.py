@@ -1,7 +1,9 @@
 """The benchmark workloads: each is one SQL body, built as an `ivm` model and as the same
 SQL with `materialized='table'` (the rebuild baseline). w1 and w2 are maintained by the
-aggregate algorithm, w3 and w3p by the join algorithm, w4 (a customers mart: an outer join
-of an aggregate in a CTE) by keyed recompute, its slices named by `unique_key`."""
+aggregate algorithm, w3, w3p and w5 by the join algorithm, w4 (a customers mart: an outer
+join of an aggregate in a CTE) by keyed recompute, its slices named by `unique_key`. w3
+joins lineitem, whose row key has two columns; w5 joins only upstreams keyed by one column
+(orders, customer), whose listed keys a Delta refresh applies by REPLACE WHERE."""
 
 from __future__ import annotations
 
@@ -161,6 +163,17 @@ from customers
 left join customer_orders on customer_orders.o_custkey = customers.c_custkey
 """,
             unique_key="c_custkey",
+        ),
+        Workload(
+            "w5",
+            "W5 join-only: orders x customer denormalised (row keys of one column)",
+            """
+select
+  o.o_orderkey, o.o_custkey, o.o_orderstatus, o.o_totalprice, o.o_orderdate, o.o_orderpriority,
+  o.o_clerk, o.o_shippriority, c.c_name, c.c_nationkey, c.c_mktsegment, c.c_acctbal
+from {{ source('tpch', 'orders') }} o
+join {{ source('tpch', 'customer') }} c on o.o_custkey = c.c_custkey
+""",
         ),
     )
 }
