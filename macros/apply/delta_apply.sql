@@ -300,11 +300,11 @@ as {{ build_sql }}
   {{ return({'deleted': (metrics.get('num_deleted_rows') or 0) + updated, 'inserted': (metrics.get('num_inserted_rows') or 0) + updated}) }}
 {% endmacro %}
 
-{#- A count of a commit's operationMetrics (0 when absent): a map, or its text as a driver
-    renders it (the embedded session a Python dict, the thrift server JSON). -#}
+{#- A count of a commit's operationMetrics (0 when absent): a map, or as a driver renders it
+    (the embedded session a Python dict, the thrift server JSON text, others key-value pairs). -#}
 {% macro _ivm_history_metric(metrics, name) %}
   {%- if metrics is mapping -%}{{ return((metrics.get(name) or 0) | int) }}{%- endif -%}
-  {%- set found = modules.re.search('[\'"]' ~ name ~ '[\'"]\\s*:\\s*[\'"]?([0-9]+)', metrics or '') -%}
+  {%- set found = modules.re.search('[\'"]' ~ name ~ '[\'"]\\s*[:,]\\s*[\'"]?([0-9]+)', (metrics or '') | string) -%}
   {{ return(found.group(1) | int if found else 0) }}
 {% endmacro %}
 
