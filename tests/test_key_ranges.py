@@ -473,20 +473,3 @@ def test_delta_replaces_slices_only_by_listed_single_column_keys(runtime: Runtim
     assert replaced([one], True) is None  # a repair re-applies by version
     unchanged = dict(change(["c_custkey"], None), changed=False)
     assert replaced([one, unchanged], False) == f"({orders})"
-
-
-@pytest.mark.parametrize(
-    "metrics",
-    [
-        {"numDeletedRows": "6", "numOutputRows": "1996006", "numCopiedRows": "1996000"},  # the session: a map
-        '{"numDeletedRows":"6","numOutputRows":"1996006","numCopiedRows":"1996000"}',  # thrift: JSON text
-        "[('numCopiedRows', '1996000'), ('numDeletedRows', '6'), ('numOutputRows', '1996006')]",  # pairs
-    ],
-)
-def test_replace_where_counts_come_from_the_commit_metrics(runtime: Runtime, metrics: Any) -> None:
-    """A REPLACE WHERE with deletion vectors reports the rows it kept in the touched files as
-    copies among its output rows: inserted = output - copied."""
-    metric = runtime.macro("_ivm_history_metric")
-    assert metric(metrics, "numDeletedRows") == 6
-    assert metric(metrics, "numOutputRows") - metric(metrics, "numCopiedRows") == 6
-    assert metric(metrics, "numRemovedFiles") == 0

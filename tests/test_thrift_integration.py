@@ -118,10 +118,16 @@ def test_integration_project_through_thrift(tmp_path: Path, thrift: ThriftServer
     # every upstream of a model was read through its change feed or its watermark
     assert {"shop.orders", "shop.customers"} <= set(json.loads(log["order_facts"][1]["versions_to"]))
     assert "shop.page_views" in json.loads(log["customer_page_views"][1]["versions_to"])
-    # the refresh changed the Delta tables by MERGE commits, not by rewriting them
-    for model in ("order_facts", "revenue_by_region"):
+    # the refresh changed each Delta table in one commit, not by rewriting it: the aggregate by
+    # MERGE, the join by REPLACE WHERE on its listed keys (a WRITE), whose counts the log took
+    # from the commit's metrics, as the thrift server renders them
+    for model, operation in (("order_facts", "WRITE"), ("revenue_by_region", "MERGE")):
         operations = [c["operation"] for c in q(f"describe history {SCHEMA}.{model}")]
-        assert operations[0] == "MERGE" and len(operations) == 2, (model, operations)
+        assert operations[0] == operation and len(operations) == 2, (model, operations)
+    # orders 100 and 101 (customer 1) go; 101, 105 and 107 come: the slices of the changed
+    # orders (100, 101, 105, 107) and customers (3, whose order 103 is cancelled, and 6)
+    replaced = log["order_facts"][1]
+    assert (replaced["rows_deleted"], replaced["rows_inserted"]) == (2, 3), detail
     # the outcome, recomputed by hand from the seeds and the batch: order 100 deleted, 105
     # moved to customer 2, 107 (customer 6, APAC) new, customer 3 moved to AMER (103 cancelled)
     revenue = q(f"select region, orders, cast(revenue as string) as revenue from {SCHEMA}.revenue_by_region")

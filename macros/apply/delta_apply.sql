@@ -283,11 +283,10 @@ as {{ build_sql }}
     {%- set names = history.column_names | map('lower') | list -%}
     {%- set row = history.rows[0] -%}
     {%- if row[names.index('operation')] == 'WRITE' -%}
-      {%- set m = row[names.index('operationmetrics')] -%}
-      {%- set deleted = dbt_ivm._ivm_history_metric(m, 'numDeletedRows') -%}
+      {%- set m = dbt_ivm._ivm_as_mapping(row[names.index('operationmetrics')]) -%}
       {#- rows kept in a file that had to be rewritten are output again, as copies -#}
-      {{ return({'deleted': deleted, 'inserted': dbt_ivm._ivm_history_metric(m, 'numOutputRows')
-                 - dbt_ivm._ivm_history_metric(m, 'numCopiedRows')}) }}
+      {{ return({'deleted': (m.get('numDeletedRows') or 0) | int,
+                 'inserted': (m.get('numOutputRows') or 0) | int - (m.get('numCopiedRows') or 0) | int}) }}
     {%- endif -%}
     {{ return({'deleted': none, 'inserted': none}) }}
   {%- endif -%}
@@ -298,14 +297,6 @@ as {{ build_sql }}
   {%- if not metrics -%}{{ return({'deleted': none, 'inserted': none}) }}{%- endif -%}
   {%- set updated = metrics.get('num_updated_rows') or 0 -%}
   {{ return({'deleted': (metrics.get('num_deleted_rows') or 0) + updated, 'inserted': (metrics.get('num_inserted_rows') or 0) + updated}) }}
-{% endmacro %}
-
-{#- A count of a commit's operationMetrics (0 when absent): a map, or as a driver renders it
-    (the embedded session a Python dict, the thrift server JSON text, others key-value pairs). -#}
-{% macro _ivm_history_metric(metrics, name) %}
-  {%- if metrics is mapping -%}{{ return((metrics.get(name) or 0) | int) }}{%- endif -%}
-  {%- set found = modules.re.search('[\'"]' ~ name ~ '[\'"]\\s*[:,]\\s*[\'"]?([0-9]+)', (metrics or '') | string) -%}
-  {{ return(found.group(1) | int if found else 0) }}
 {% endmacro %}
 
 {#- The one statement that applies a staged change to a Delta table: {sql, counts: where its

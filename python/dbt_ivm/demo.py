@@ -7,9 +7,10 @@ Run from the repository root: `python -m dbt_ivm.demo` (the Makefile's `demo` ta
 fetched into .delta-jars/: orders, customers and order_lines are Delta tables with change
 data feed, changed with Delta's own INSERT, UPDATE, DELETE and MERGE, declared in
 sources.yml by their row key alone; the ivm models are Delta tables, and every refresh that
-changes one is one MERGE (or one INSERT) commit. `--format parquet` needs no Delta: the
-same upstreams are parquet tables, each change also written to a change log in Delta's
-change-data-feed schema (dbt_ivm.changelog), and the ivm models are parquet tables.
+changes one is one commit: a MERGE, an INSERT, or an INSERT ... REPLACE WHERE. `--format
+parquet` needs no Delta: the same upstreams are parquet tables, each change also written to
+a change log in Delta's change-data-feed schema (dbt_ivm.changelog), and the ivm models are
+parquet tables.
 page_views is an append-only parquet table (a watermark column) in both.
 """
 
@@ -194,7 +195,12 @@ def print_delta_history(spark: SparkSession, table: str) -> None:
     }
     for commit in reversed(spark.sql(f"describe history {table}").collect()):
         metrics = commit.operationMetrics or {}
-        counts = ", ".join(f"{label} {metrics[key]}" for key, label in names.items() if key in metrics)
+        if "numDeletedRows" in metrics:
+            # INSERT ... REPLACE WHERE: rows kept in the files it touched are output again, as copies
+            inserted = int(metrics.get("numOutputRows", 0)) - int(metrics.get("numCopiedRows", 0))
+            counts = f"replaced: deleted {metrics['numDeletedRows']}, inserted {inserted}"
+        else:
+            counts = ", ".join(f"{label} {metrics[key]}" for key, label in names.items() if key in metrics)
         print(f"    version {commit.version}: {commit.operation} ({counts})")
 
 
@@ -258,7 +264,7 @@ def main(argv: list[str] | None = None) -> int:
     with step("dbt test: every ivm table equals its definition recomputed"):
         dbt.invoke("test", *fmt_vars)
     if fmt == "delta":
-        with step("Delta commits of two ivm tables: the build, then one MERGE per refresh that changed it"):
+        with step("Delta commits of two ivm tables: the build, then one commit per refresh that changed it"):
             print_delta_history(spark, f"{SCHEMA}.order_facts")
             print_delta_history(spark, f"{SCHEMA}.revenue_by_region")
     with step("Refresh log (model ivm_refresh_log)"):
