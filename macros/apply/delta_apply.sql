@@ -3,8 +3,8 @@
     Every refresh applies its whole change in ONE statement, so readers never see a
     half-applied refresh:
     * insert-only join change: one INSERT (the rows never exist yet);
-    * join change whose changed keys are all listed as literals: one INSERT ... REPLACE
-      WHERE on them (see _ivm_delta_replaced_slices);
+    * join change whose changed keys (row keys of one column) are all listed as literals:
+      one INSERT ... REPLACE WHERE on them (see _ivm_delta_replaced_slices);
     * everything else: one MERGE whose source holds at most one row per target key,
       keys matched null-safely (<=>). Delta rejects DELETE ... WHERE k IN (subquery), so
       rows are deleted by MERGE ... WHEN MATCHED THEN DELETE.
