@@ -276,7 +276,6 @@ as {{ build_sql }}
 {% macro default__ivm_apply_delta(target, target_columns, stage, plan, repair) %}
   {%- set apply = dbt_ivm._ivm_delta_apply_sql(target, target_columns, stage, plan, repair) -%}
   {%- call statement('main', fetch_result=true) -%}{{ apply.sql }}{%- endcall -%}
-  {%- set metrics = {} -%}
   {%- if apply.counts == 'history' -%}
     {#- an INSERT ... REPLACE WHERE returns no rows: its commit's metrics count them -#}
     {%- set history = run_query('describe history ' ~ target ~ ' limit 1') -%}
@@ -291,6 +290,7 @@ as {{ build_sql }}
     {{ return({'deleted': none, 'inserted': none}) }}
   {%- endif -%}
   {%- set result = load_result('main') -%}
+  {%- set metrics = {} -%}
   {%- if result and result.table and result.table.rows -%}
     {%- for name in result.table.column_names -%}{%- do metrics.update({name | lower: result.table.rows[0][loop.index0]}) -%}{%- endfor -%}
   {%- endif -%}
