@@ -377,12 +377,19 @@ as {{ build_sql }}
 {% macro _ivm_delta_resolve_interrupted(existing, state, exact_reads) %}
   {%- set interrupted_all = state.get('interrupted_all') or [state.interrupted] -%}
   {%- if interrupted_all | selectattr('table_version', 'none') | list -%}{{ return(state) }}{%- endif -%}
-  {%- set history = run_query('describe history ' ~ existing) -%}
-  {%- set names = history.column_names | map('lower') | list -%}
+  {#- only the commits after the oldest recorded version decide; usually the latest few hold
+      them all, and the whole history (thousands of commits on a long-lived table) is read
+      only when they do not -#}
+  {%- set floor = interrupted_all | map(attribute='table_version') | map('int') | min -%}
+  {%- set window = 10 -%}
+  {%- set commits = dbt_ivm._ivm_delta_commits(existing, window) -%}
+  {%- if commits | length >= window and commits.keys() | min > floor + 1 -%}
+    {%- set commits = dbt_ivm._ivm_delta_commits(existing, none) -%}
+  {%- endif -%}
   {%- set writes = ['WRITE', 'MERGE', 'CREATE TABLE AS SELECT', 'CREATE OR REPLACE TABLE AS SELECT', 'REPLACE TABLE AS SELECT'] -%}
   {%- set ns = namespace(latest=-1, committed=none, resume_full=none) -%}
-  {%- for row in history.rows if row[names.index('operation')] in writes -%}
-    {%- set ns.latest = [ns.latest, row[names.index('version')] | int] | max -%}
+  {%- for version, commit in commits.items() if commit.op in writes -%}
+    {%- set ns.latest = [ns.latest, version] | max -%}
   {%- endfor -%}
   {%- for i in interrupted_all -%}
     {%- if i.table_version | int < ns.latest -%}
