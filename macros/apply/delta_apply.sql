@@ -377,15 +377,11 @@ as {{ build_sql }}
 {% macro _ivm_delta_resolve_interrupted(existing, state, exact_reads) %}
   {%- set interrupted_all = state.get('interrupted_all') or [state.interrupted] -%}
   {%- if interrupted_all | selectattr('table_version', 'none') | list -%}{{ return(state) }}{%- endif -%}
-  {#- only the commits after the oldest recorded version decide; usually the latest few hold
-      them all, and the whole history (thousands of commits on a long-lived table) is read
-      only when they do not -#}
+  {#- only the commits after the oldest recorded version decide: the recent ones, when they
+      reach back to it; else the whole history (thousands of commits on a long-lived table) -#}
   {%- set floor = interrupted_all | map(attribute='table_version') | map('int') | min -%}
-  {%- set window = 10 -%}
-  {%- set commits = dbt_ivm._ivm_delta_commits(existing, window) -%}
-  {%- if commits | length >= window and commits.keys() | min > floor + 1 -%}
-    {%- set commits = dbt_ivm._ivm_delta_commits(existing, none) -%}
-  {%- endif -%}
+  {%- set commits = dbt_ivm._ivm_delta_commits(existing, dbt_ivm._ivm_delta_recent_commits()) -%}
+  {%- if floor not in commits -%}{%- set commits = dbt_ivm._ivm_delta_commits(existing, none) -%}{%- endif -%}
   {%- set writes = ['WRITE', 'MERGE', 'CREATE TABLE AS SELECT', 'CREATE OR REPLACE TABLE AS SELECT', 'REPLACE TABLE AS SELECT'] -%}
   {%- set ns = namespace(latest=-1, committed=none, resume_full=none) -%}
   {%- for version, commit in commits.items() if commit.op in writes -%}
