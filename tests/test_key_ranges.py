@@ -455,7 +455,8 @@ def test_a_loose_leaf_is_still_cut_by_its_partner(runtime: Runtime) -> None:
 
 def test_delta_replaces_slices_only_by_listed_single_column_keys(runtime: Runtime) -> None:
     """REPLACE WHERE takes literal IN lists of one column each: Delta translates its condition
-    into data source filters, which have no tuple IN, so a composite row key goes by MERGE."""
+    into data source filters, which have no tuple IN, so a composite row key without a key
+    box (tests/test_key_boxes.py) goes by MERGE."""
     replaced = runtime.macro("_ivm_delta_replaced_slices")
 
     def change(key: list[str], ids: list[list[str]] | None, old: int = 1) -> dict[str, Any]:

@@ -3,8 +3,9 @@
     Every refresh applies its whole change in ONE statement, so readers never see a
     half-applied refresh:
     * insert-only join change: one INSERT (the rows never exist yet);
-    * join change whose changed keys (row keys of one column) are all listed as literals:
-      one INSERT ... REPLACE WHERE on them (see _ivm_delta_replaced_slices);
+    * join change whose changed keys are all listed as literals: one INSERT ... REPLACE
+      WHERE on them, a row key of several columns widened to its key box (see
+      _ivm_delta_replaced_slices and _ivm_delta_key_boxes);
     * everything else: one MERGE whose source holds at most one row per target key,
       keys matched null-safely (<=>). Delta rejects DELETE ... WHERE k IN (subquery), so
       rows are deleted by MERGE ... WHEN MATCHED THEN DELETE.
@@ -335,23 +336,74 @@ as {{ build_sql }}
 
 {#- The slices of a join-only refresh as one predicate on the table's hidden key columns,
     when every changed upstream's changed keys were listed (p.ids): a row is deleted, or
-    inserted, exactly when its key of some changed upstream is listed (an inserted row
-    comes from the term of an upstream restricted to its changed keys; keys inserted since
-    the stored version have no rows yet, so listing them deletes nothing). Delta's INSERT
-    ... REPLACE WHERE then applies the refresh in one commit that finds the deleted rows in
-    one scan of the files their statistics admit, where the MERGE materializes its source
-    and joins the table twice (to find the files, then the rows). None otherwise: a key not
-    listed, a row key of several columns (Delta turns the condition into data source
-    filters, which have no tuple IN: "cannot translate expression to source filter"), a
-    watermark upstream, a repair (which re-applies by version). -#}
+    inserted, exactly when its key of some changed upstream is listed, or lies in its key
+    box (p.box) (an inserted row comes from the term of an upstream restricted to those
+    keys; keys inserted since the stored version have no rows yet, so listing them deletes
+    nothing). Delta's INSERT ... REPLACE WHERE then applies the refresh in one commit that
+    finds the deleted rows in one scan of the files their statistics admit, where the MERGE
+    materializes its source and joins the table twice (to find the files, then the rows).
+    None otherwise: a key not listed, a row key of several columns without a box (Delta
+    turns the condition into data source filters, which have no tuple IN: "cannot translate
+    expression to source filter"), a watermark upstream, a repair (which re-applies by
+    version). -#}
 {% macro _ivm_delta_replaced_slices(plan, repair) %}
   {%- if repair -%}{{ return(none) }}{%- endif -%}
   {%- set flags = [] -%}
   {%- for p in plan if p.changed and (p.get('old', 0) > 0 or p.get('has_new')) -%}
-    {%- if p.up.kind != 'change_log' or p.up.hidden | length != 1 or p.get('ids') is none -%}{{ return(none) }}{%- endif -%}
+    {%- if p.up.kind != 'change_log' or p.get('ids') is none or (p.up.hidden | length != 1 and not p.get('box')) -%}
+      {{ return(none) }}
+    {%- endif -%}
     {%- do flags.append(dbt_ivm._ivm_listed_ids_flag(p, p.up.hidden | map(attribute='name') | list)) -%}
   {%- endfor -%}
   {{ return('(' ~ flags | join(' or ') ~ ')' if flags else none) }}
+{% endmacro %}
+
+{#- Key boxes, for a Delta join-only refresh that deletes and whose changed upstreams'
+    keys were all listed (p.ids), so that it can replace its slices by REPLACE WHERE, whose
+    condition takes IN lists of one column only. A changed row key of several columns is
+    widened to its box: the rows whose every key column holds a value that column has among
+    the changed keys. The box holds every changed key, so the slice algorithm stands with
+    it as the changed keys: that upstream's term reads its rows in the box at the new
+    version, the later terms its rows outside it, and the table's rows in it are replaced.
+    Taken only when the box can hold at most _ivm_key_box_ratio() times as many keys as
+    were changed (the changed lines of orders: all their orders' lines); otherwise, or when
+    an upstream's keys were not listed, nothing is set and the refresh merges by the exact
+    keys. Sets p.box (per key column, its distinct literals), p.has_new (the box may hold
+    unchanged rows to insert again) and keeps of p.ranges only the row key's columns, as
+    the box's values (its other rows carry other values in the other columns, and the
+    changed rows' bounds need not cover the box). -#}
+{% macro _ivm_delta_key_boxes(plan) %}
+  {%- set boxes = {} -%}
+  {%- for p in plan if p.changed and (p.get('old', 0) > 0 or p.get('has_new')) -%}
+    {%- if p.up.kind != 'change_log' or p.get('ids') is none -%}{{ return(none) }}{%- endif -%}
+    {%- if p.up.hidden | length > 1 -%}
+      {%- set columns = [] -%}
+      {%- set ns = namespace(size=1) -%}
+      {%- for h in p.up.hidden -%}
+        {%- set values = p.ids | map(attribute=loop.index0) | unique | sort | list -%}
+        {%- do columns.append(values) -%}
+        {%- set ns.size = ns.size * values | length -%}
+      {%- endfor -%}
+      {%- if ns.size > dbt_ivm._ivm_key_box_ratio() * p.ids | length -%}{{ return(none) }}{%- endif -%}
+      {%- do boxes.update({p.index: columns}) -%}
+    {%- endif -%}
+  {%- endfor -%}
+  {%- for p in plan if p.index in boxes -%}
+    {%- set key = p.up.unique_key | map('lower') | list -%}
+    {%- set ranges = {} -%}
+    {%- for col, r in (p.get('ranges') or {}).items() if col in key -%}
+      {%- set values = boxes[p.index][key.index(col)] -%}
+      {%- do ranges.update({col: {'lo': 'array_min(array(' ~ values | join(', ') ~ '))', 'hi': 'array_max(array(' ~ values | join(', ') ~ '))',
+          'keys': values, 'partners': r.partners}}) -%}
+    {%- endfor -%}
+    {%- do p.update({'box': boxes[p.index], 'has_new': true, 'ranges': ranges}) -%}
+  {%- endfor -%}
+{% endmacro %}
+
+{#- The most keys a key box may hold per changed key: a box that holds many more rows than
+    changed costs a recompute and rewrite of them all, more than the MERGE by exact keys. -#}
+{% macro _ivm_key_box_ratio() %}
+  {{ return(8) }}
 {% endmacro %}
 
 {#- Full build of a Delta table: one CREATE OR REPLACE TABLE (an existing relation that is

@@ -175,17 +175,22 @@
   {{ return(dbt_ivm.ivm_snapshot_sql(p.up, p.columns, p['from'])) }}
 {% endmacro %}
 
-{#- Rows of a changed upstream at its new version that belong to its changed slice. -#}
+{#- Rows of a changed upstream at its new version that belong to its changed slice: its
+    new images, or its rows in its key box (p.box, see _ivm_delta_key_boxes). -#}
 {% macro _ivm_new_images_sql(p) %}
   {%- set cols = dbt_ivm._ivm_quote_all(p.columns | map(attribute='name')) | join(', ') -%}
-  {%- if p.up.kind == 'change_log' -%}
+  {%- if p.get('box') -%}
+    {{ return('(select ' ~ cols ~ ' from ' ~ dbt_ivm.ivm_snapshot_sql(p.up, p.columns, p.to) ~ ' __ivm_s where '
+        ~ dbt_ivm._ivm_listed_ids_flag(p, dbt_ivm._ivm_quote_all(p.up.unique_key) | list) ~ ')') }}
+  {%- elif p.up.kind == 'change_log' -%}
     {{ return('(select ' ~ cols ~ ' from ' ~ p.change_view ~ ' where __ivm_new)') }}
   {%- endif -%}
   {{ return('(select ' ~ cols ~ ' from ' ~ p.up.relation ~ ' where ' ~ dbt_ivm._ivm_watermark_window(p) ~ ')') }}
 {% endmacro %}
 
 {#- Rows of a changed upstream at its new version outside its changed slice: by literals
-    when its changed keys are listed (p.ids), else by an anti join with its change set. -#}
+    when its changed keys are listed (p.ids) or boxed (p.box), else by an anti join with its
+    change set. -#}
 {% macro _ivm_unchanged_rows_sql(p) %}
   {%- if p.up.kind == 'change_log' and p.get('ids') is not none -%}
     {%- set flag = dbt_ivm._ivm_listed_ids_flag(p, dbt_ivm._ivm_quote_all(p.up.unique_key) | list) -%}
@@ -247,9 +252,15 @@
 
 {#- Whether the row key `names` (its columns, in unique_key order) is one of p's listed
     changed keys (p.ids): an IN list of literals, a tuple per key when the key has several
-    columns. NULL when a column is NULL, which no listed key has. -#}
+    columns; in its key box (p.box, see _ivm_delta_key_boxes) when it has one, an IN list
+    per column. NULL when a column is NULL, which no listed key has. -#}
 {% macro _ivm_listed_ids_flag(p, names) %}
   {%- if not p.ids -%}{{ return('false') }}{%- endif -%}
+  {%- if p.get('box') -%}
+    {%- set lists = [] -%}
+    {%- for values in p.box -%}{%- do lists.append(names[loop.index0] ~ ' in (' ~ values | join(', ') ~ ')') -%}{%- endfor -%}
+    {{ return('(' ~ lists | join(' and ') ~ ')') }}
+  {%- endif -%}
   {%- set tuples = [] -%}
   {%- for t in p.ids -%}{%- do tuples.append(t[0] if t | length == 1 else '(' ~ t | join(', ') ~ ')') -%}{%- endfor -%}
   {%- set lhs = names[0] if names | length == 1 else '(' ~ names | join(', ') ~ ')' -%}

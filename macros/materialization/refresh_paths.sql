@@ -370,6 +370,7 @@
   {%- do entry.columns.update({'.': table_columns}) -%}
   {%- if delta -%}{%- do dbt_ivm._ivm_delta_feed_for_dependents(model, target, described) -%}{%- endif -%}
   {%- set rewrite = nv.old > 0 or state.repair is not none -%}
+  {%- if delta and spec is none and nv.old > 0 and not state.repair -%}{%- do dbt_ivm._ivm_delta_key_boxes(plan) -%}{%- endif -%}
   {%- if spec is none -%}
     {%- set stage = dbt_ivm._ivm_stage_join_changes(target, template, plan, state, rewrite, inputs.edges) -%}
   {%- elif spec.kind == 'keyed' -%}
