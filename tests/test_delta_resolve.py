@@ -38,12 +38,21 @@ def resolve(history: History, table_versions: list[int]) -> dict[str, Any]:
     runtime = Runtime.from_directory(MACROS)
     runtime.globals["run_query"] = history
     interrupted = [
-        {"refresh_id": f"r{i}", "table_version": v, "path": "incremental", "definition_hash": "h",
-         "versions": {"shop.orders": str(10 + i)}, "logged_at": "2026-12-04 10:00:00"}
+        {
+            "refresh_id": f"r{i}",
+            "table_version": v,
+            "path": "incremental",
+            "definition_hash": "h",
+            "versions": {"shop.orders": str(10 + i)},
+            "logged_at": "2026-12-04 10:00:00",
+        }
         for i, v in enumerate(table_versions)
     ]
-    state = {"interrupted": interrupted[-1], "interrupted_all": interrupted,
-             "last_success": {"versions": {"shop.orders": "9"}, "definition_hash": "h", "logged_at": "x"}}
+    state = {
+        "interrupted": interrupted[-1],
+        "interrupted_all": interrupted,
+        "last_success": {"versions": {"shop.orders": "9"}, "definition_hash": "h", "logged_at": "x"},
+    }
     return runtime.macro("_ivm_delta_resolve_interrupted")("db.facts", state, True)
 
 
