@@ -20,6 +20,7 @@ demo: setup
 
 lint: setup
 	$(BIN)/ruff check python tests
+	$(BIN)/ruff format --check python tests
 
 test: lint
 	$(BIN)/python -m pytest
