@@ -122,9 +122,8 @@ def applied(project: IvmProject) -> str:
     feed's retention (one `select current_timestamp()`)."""
     sent = project.statements()["order_lines"]
     assert len(sent) <= BUDGET[("delta", "incremental")][COLUMN["order_regions"]] + 1, sent
-    writes = [
-        s for s in sent if s.startswith(("merge into", "insert into")) and "__ivm_refresh_log" not in s[:200]
-    ]
+    table = f"{project.schema}.order_lines "
+    writes = [s for s in sent if s.startswith(("merge into " + table, "insert into " + table))]
     assert len(writes) == 1, writes
     return writes[0]
 

@@ -347,35 +347,46 @@ as {{ build_sql }}
     expression to source filter"), a watermark upstream, a repair (which re-applies by
     version). -#}
 {% macro _ivm_delta_replaced_slices(plan, repair) %}
-  {%- if repair -%}{{ return(none) }}{%- endif -%}
+  {%- set listed = none if repair else dbt_ivm._ivm_delta_listed_changes(plan) -%}
+  {%- if not listed -%}{{ return(none) }}{%- endif -%}
+  {%- for p in listed if p.up.hidden | length != 1 and not p.get('box') -%}{{ return(none) }}{%- endfor -%}
   {%- set flags = [] -%}
-  {%- for p in plan if p.changed and (p.get('old', 0) > 0 or p.get('has_new')) -%}
-    {%- if p.up.kind != 'change_log' or p.get('ids') is none or (p.up.hidden | length != 1 and not p.get('box')) -%}
-      {{ return(none) }}
-    {%- endif -%}
+  {%- for p in listed -%}
     {%- do flags.append(dbt_ivm._ivm_listed_ids_flag(p, p.up.hidden | map(attribute='name') | list)) -%}
   {%- endfor -%}
-  {{ return('(' ~ flags | join(' or ') ~ ')' if flags else none) }}
+  {{ return('(' ~ flags | join(' or ') ~ ')') }}
 {% endmacro %}
 
-{#- Key boxes, for a Delta join-only refresh that deletes and whose changed upstreams'
-    keys were all listed (p.ids), so that it can replace its slices by REPLACE WHERE, whose
-    condition takes IN lists of one column only. A changed row key of several columns is
-    widened to its box: the rows whose every key column holds a value that column has among
-    the changed keys. The box holds every changed key, so the slice algorithm stands with
-    it as the changed keys: that upstream's term reads its rows in the box at the new
-    version, the later terms its rows outside it, and the table's rows in it are replaced.
-    Taken only when the box can hold at most _ivm_key_box_ratio() times as many keys as
-    were changed (the changed lines of orders: all their orders' lines); otherwise, or when
-    an upstream's keys were not listed, nothing is set and the refresh merges by the exact
-    keys. Sets p.box (per key column, its distinct literals), p.has_new (the box may hold
-    unchanged rows to insert again) and keeps of p.ranges only the row key's columns, as
-    the box's values (its other rows carry other values in the other columns, and the
-    changed rows' bounds need not cover the box). -#}
-{% macro _ivm_delta_key_boxes(plan) %}
-  {%- set boxes = {} -%}
+{#- The upstreams of a plan whose change the refresh applies (changed, with rows deleted or
+    inserted), when each is a change log whose changed keys the change counts listed
+    (p.ids); none when one is not. Slices found by literals alone are what REPLACE WHERE
+    (and so a key box) needs. -#}
+{% macro _ivm_delta_listed_changes(plan) %}
+  {%- set listed = [] -%}
   {%- for p in plan if p.changed and (p.get('old', 0) > 0 or p.get('has_new')) -%}
     {%- if p.up.kind != 'change_log' or p.get('ids') is none -%}{{ return(none) }}{%- endif -%}
+    {%- do listed.append(p) -%}
+  {%- endfor -%}
+  {{ return(listed) }}
+{% endmacro %}
+
+{#- Key boxes, for a Delta join-only refresh that deletes and whose changed upstreams' keys
+    were all listed (_ivm_delta_listed_changes), so that it can replace its slices by
+    REPLACE WHERE, whose condition takes IN lists of one column only. A changed row key of
+    several columns is widened to its box: the rows whose every key column holds a value
+    that column has among the changed keys. The box holds every changed key, so the slice
+    algorithm stands with it as the changed keys: that upstream's term reads its rows in the
+    box at the new version, the later terms its rows outside it, and the table's rows in it
+    are replaced. Taken only when the box can hold at most _ivm_key_box_ratio() times as
+    many keys as were changed (the changed lines of orders: all their orders' lines);
+    otherwise, or when an upstream's keys were not listed, nothing is set and the refresh
+    merges by the exact keys. Sets p.box (per key column, its distinct literals), p.has_new
+    (the box may hold unchanged rows to insert again) and keeps of p.ranges only the row
+    key's columns, as the box's values (its other rows carry other values in the other
+    columns, and the changed rows' bounds need not cover the box). -#}
+{% macro _ivm_delta_key_boxes(plan) %}
+  {%- set boxes = {} -%}
+  {%- for p in dbt_ivm._ivm_delta_listed_changes(plan) or [] -%}
     {%- if p.up.hidden | length > 1 -%}
       {%- set columns = [] -%}
       {%- set ns = namespace(size=1) -%}
