@@ -70,6 +70,20 @@ def test_a_box_is_taken_within_its_ratio_and_replaces_by_one_list_per_column() -
     assert replaced(plan, False) == f"({box} or __ivm_k1_order_id in ({lit(2)}))"
 
 
+def test_a_box_keeps_string_keys_that_differ_only_in_case() -> None:
+    """Jinja's `unique` ignores case unless told: a box folding 'AB' into 'ab' would leave a
+    changed row outside the REPLACE WHERE."""
+    runtime = package_runtime()
+
+    def sku(v: str) -> str:
+        return f"cast('{v}' as string)"
+
+    lines = change(["order_id", "sku"], [[lit(1), sku("ab")], [lit(1), sku("AB")], [lit(2), sku("ab")]])
+    runtime.macro("_ivm_delta_key_boxes")([lines])
+    assert lines["box"] == [[lit(1), lit(2)], [sku("AB"), sku("ab")]]
+    assert lines["ranges"]["sku"]["keys"] == [sku("AB"), sku("ab")]
+
+
 def test_no_box_beyond_its_ratio_or_with_a_key_not_listed() -> None:
     runtime = package_runtime()
     boxes, replaced = runtime.macro("_ivm_delta_key_boxes"), runtime.macro("_ivm_delta_replaced_slices")

@@ -391,7 +391,7 @@ as {{ build_sql }}
       {%- set columns = [] -%}
       {%- set ns = namespace(size=1) -%}
       {%- for h in p.up.hidden -%}
-        {%- set values = p.ids | map(attribute=loop.index0) | unique | sort | list -%}
+        {%- set values = dbt_ivm._ivm_listed_id_values(p.ids, loop.index0) -%}
         {%- do columns.append(values) -%}
         {%- set ns.size = ns.size * values | length -%}
       {%- endfor -%}

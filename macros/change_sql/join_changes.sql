@@ -586,6 +586,13 @@
   {{ return(10000) }}
 {% endmacro %}
 
+{#- The distinct literals that position of a row key holds among listed row keys (p.ids),
+    sorted. Compared case-sensitively: Jinja's `unique` and `sort` ignore case by default; unique
+    would fold the string keys 'AB' and 'ab' into one. -#}
+{% macro _ivm_listed_id_values(ids, position) %}
+  {{ return(ids | map(attribute=position) | unique(case_sensitive=true) | sort(case_sensitive=true) | list) }}
+{% endmacro %}
+
 {#- p.ranges from the counted maps: {column: {lo, hi (SQL literals of the column's type; NULL
     when p has no non-NULL value there, which no equality matches), keys (the distinct
     values as literals, or none when there are more than _ivm_key_list_max()), partners}}.
@@ -602,9 +609,7 @@
     {%- set listed = fromjson(sets[col]) if sets.get(col) is not none else none -%}
     {%- set keys = none -%}
     {%- if col in by_ids -%}
-      {%- set seen = {} -%}
-      {%- for t in p.ids -%}{%- do seen.update({t[by_ids[col]]: true}) -%}{%- endfor -%}
-      {%- set keys = seen.keys() | sort -%}
+      {%- set keys = dbt_ivm._ivm_listed_id_values(p.ids, by_ids[col]) -%}
     {%- elif listed is not none and listed | length <= dbt_ivm._ivm_key_list_max() -%}
       {%- set keys = [] -%}
       {%- for v in listed | sort -%}{%- do keys.append('cast(' ~ dbt_ivm._ivm_string_literal(v) ~ ' as ' ~ r.type ~ ')') -%}{%- endfor -%}
