@@ -16,31 +16,41 @@
     row of the refresh log records the table's version before the write
     (_ivm_delta_resolve_interrupted). -#}
 
-{#- SQL of the MERGE for an aggregate or DISTINCT view (merge path): the merged view lists
-    every affected group once (it is grouped by the keys), with __ivm_count the group's new
-    row count. A group whose count reaches 0 is deleted, an existing one is updated in
-    place, a new one is inserted. Without GROUP BY the one row is always updated. -#}
-{% macro ivm_delta_aggregate_merge_sql(target, columns, merged_view, keys) %}
-  {{ return(adapter.dispatch('ivm_delta_aggregate_merge_sql', 'dbt_ivm')(target, columns, merged_view, keys)) }}
+{#- SQL of the MERGE for an aggregate or DISTINCT view (merge path): the source is the
+    signed delta per affected group (ivm_aggregate_change_sql, one row per group), merged
+    into the stored states by the clauses themselves, so the source never reads the table
+    (Delta would copy such a source before merging). A group whose count reaches 0 is
+    deleted, an existing one updated in place, a new one inserted when it has rows.
+    Without GROUP BY the one row is always updated. -#}
+{% macro ivm_delta_aggregate_merge_sql(spec, target, target_columns, change_sql, keys, visible) %}
+  {{ return(adapter.dispatch('ivm_delta_aggregate_merge_sql', 'dbt_ivm')(spec, target, target_columns, change_sql, keys, visible)) }}
 {% endmacro %}
 
-{% macro default__ivm_delta_aggregate_merge_sql(target, columns, merged_view, keys) %}
+{% macro default__ivm_delta_aggregate_merge_sql(spec, target, target_columns, change_sql, keys, visible) %}
   {%- set on = [] -%}
   {%- for k in dbt_ivm._ivm_quote_all(keys) -%}{%- do on.append('__ivm_t.' ~ k ~ ' <=> __ivm_s.' ~ k) -%}{%- endfor -%}
+  {%- if keys -%}
+    {#- false on the NULL padding of an unmatched source row, where Delta tests ON again and
+        a null-safe match of all-NULL keys would be true -#}
+    {%- do on.append('__ivm_t.__ivm_count is not null') -%}
+  {%- endif -%}
+  {%- set sets = [] -%}
+  {%- for c in dbt_ivm._ivm_aggregate_merged_columns(spec, target_columns, visible, '__ivm_t', '__ivm_s') if c.name not in keys -%}
+    {%- do sets.append('__ivm_t.' ~ dbt_ivm._ivm_quote(c.name) ~ ' = ' ~ c.sql) -%}
+  {%- endfor -%}
+  {%- set inserted = dbt_ivm._ivm_aggregate_merged_columns(spec, target_columns, visible, none, '__ivm_s') -%}
   {%- set clauses = [] -%}
   {%- if keys -%}
-    {%- do clauses.append('when matched and __ivm_s.__ivm_count = 0 then delete') -%}
+    {%- do clauses.append('when matched and __ivm_t.__ivm_count + __ivm_s.__ivm_count = 0 then delete') -%}
   {%- endif -%}
-  {%- do clauses.append('when matched then update set ' ~ dbt_ivm._ivm_delta_set_list(columns)) -%}
-  {%- do clauses.append('when not matched' ~ (' and __ivm_s.__ivm_count > 0' if keys else '') ~ ' then insert ' ~
-      dbt_ivm._ivm_delta_insert_list(columns)) -%}
-  {#- a group that the table lacks and that the change leaves empty is left out: nothing to do,
-      and with NULL keys it would meet Delta's padding (see _ivm_delta_null_keys_guard) -#}
-  {%- set source = '(select * from ' ~ merged_view ~ ' __ivm_m where __ivm_m.__ivm_existed or __ivm_m.__ivm_count > 0)'
-      if keys else merged_view -%}
+  {%- do clauses.append('when matched then update set ' ~ sets | join(', ')) -%}
+  {%- do clauses.append('when not matched' ~ (' and __ivm_s.__ivm_count > 0' if keys else '') ~ ' then insert (' ~
+      dbt_ivm._ivm_quote_all(inserted | map(attribute='name')) | join(', ') ~ ') values (' ~ inserted | map(attribute='sql') | join(', ') ~ ')') -%}
   {%- set sql -%}
 merge into {{ target }} __ivm_t
-using {{ source }} __ivm_s
+using (
+{{ change_sql }}
+) __ivm_s
 on {{ on | join(' and ') if on else 'true' }}
 {{ clauses | join('\n') }}
   {%- endset -%}
@@ -308,7 +318,8 @@ as {{ build_sql }}
   {%- set cols = dbt_ivm._ivm_quote_all(columns) | join(', ') -%}
   {%- set d = stage.get('delta') or {} -%}
   {%- if d.get('kind') == 'merge' -%}
-    {{ return({'sql': dbt_ivm.ivm_delta_aggregate_merge_sql(target, columns, d.merged_view, d['keys']), 'counts': 'result'}) }}
+    {{ return({'sql': dbt_ivm.ivm_delta_aggregate_merge_sql(d.spec, target, target_columns, d.change_sql, d['keys'], d.visible),
+               'counts': 'result'}) }}
   {%- elif d.get('kind') == 'slices' -%}
     {#- a keyed view's slices: the join MERGE with the slice key as the identity -#}
     {{ return({'sql': dbt_ivm.ivm_delta_join_merge_sql(target, target_columns, stage.insert_view, d['keys'], d.affected_view),

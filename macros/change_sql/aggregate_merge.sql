@@ -89,59 +89,65 @@ group by {{ dbt_ivm._ivm_quote_all(keys) | join(', ') }}
 
 {#- visible: the model's output names in the order of its select list. -#}
 {% macro default__ivm_aggregate_merge_sql(spec, target, target_columns, change_sql, keys, visible) %}
-  {%- set types = {} -%}
-  {%- for c in target_columns -%}{%- do types.update({c.name | lower: c.data_type}) -%}{%- endfor -%}
-  {%- set inner = ['__ivm_t.__ivm_count is not null as __ivm_existed'] -%}
-  {%- for i in range(visible | length) if visible[i] not in keys and not spec['items'][i].calls -%}
-    {%- do inner.append('__ivm_d.' ~ dbt_ivm._ivm_quote(visible[i])) -%}
-  {%- endfor -%}
-  {%- for k in keys -%}{%- do inner.append('__ivm_d.' ~ dbt_ivm._ivm_quote(k)) -%}{%- endfor -%}
-  {%- do inner.append('coalesce(__ivm_t.__ivm_count, 0) + __ivm_d.__ivm_count as __ivm_count') -%}
-  {%- for st in spec.states -%}
-    {%- set n = st.name -%}
-    {%- if st.merge == 'add' -%}
-      {%- do inner.append('cast(coalesce(__ivm_t.' ~ n ~ ', 0) + coalesce(__ivm_d.' ~ n ~ ', 0) as ' ~ types[n] ~ ') as ' ~ n) -%}
-    {%- else -%}
-      {%- do inner.append(st.merge ~ '(__ivm_t.' ~ n ~ ', __ivm_d.' ~ n ~ ') as ' ~ n) -%}
-    {%- endif -%}
+  {%- set merged = [] -%}
+  {%- for c in dbt_ivm._ivm_aggregate_merged_columns(spec, target_columns, visible, '__ivm_t', '__ivm_d') -%}
+    {%- do merged.append(c.sql ~ ' as ' ~ dbt_ivm._ivm_quote(c.name)) -%}
   {%- endfor -%}
   {%- set on = [] -%}
   {%- for k in keys -%}{%- do on.append('__ivm_t.' ~ dbt_ivm._ivm_quote(k) ~ ' <=> __ivm_d.' ~ dbt_ivm._ivm_quote(k)) -%}{%- endfor -%}
-  {%- set outer = [] -%}
+  {%- set sql -%}
+select {{ merged | join(', ') }}, __ivm_t.__ivm_count is not null as __ivm_existed
+from (
+{{ change_sql }}
+) __ivm_d
+left join {{ target }} __ivm_t on {{ on | join(' and ') if on else 'true' }}
+  {%- endset -%}
+  {{ return(sql) }}
+{% endmacro %}
+
+{#- Every column of the table for an affected group after the change, [{name, sql}] in the
+    table's order: `new` is the alias of the group's delta row (the columns of
+    ivm_aggregate_change_sql), `old` the alias of its stored row (NULL when the table lacks
+    the group), or none where the stored row cannot be read (the insert clause of a Delta
+    MERGE). Outputs with aggregate calls are recomputed from the merged states inline. -#}
+{% macro _ivm_aggregate_merged_columns(spec, target_columns, visible, old, new) %}
+  {%- set types = {} -%}
+  {%- for c in target_columns -%}{%- do types.update({c.name | lower: c.data_type}) -%}{%- endfor -%}
+  {%- set states = {'__ivm_count': ('coalesce(' ~ old ~ '.__ivm_count, 0) + ' if old else '') ~ new ~ '.__ivm_count'} -%}
+  {%- for st in spec.states -%}
+    {%- set n = st.name -%}
+    {%- if st.merge == 'add' -%}
+      {%- do states.update({n: 'cast(' ~ ('coalesce(' ~ old ~ '.' ~ n ~ ', 0) + ' if old else '') ~ 'coalesce(' ~ new ~ '.' ~ n ~
+          ', 0) as ' ~ types[n] ~ ')'}) -%}
+    {%- else -%}
+      {%- do states.update({n: st.merge ~ '(' ~ old ~ '.' ~ n ~ ', ' ~ new ~ '.' ~ n ~ ')' if old else new ~ '.' ~ n}) -%}
+    {%- endif -%}
+  {%- endfor -%}
+  {%- set columns = [] -%}
   {%- for c in target_columns -%}
     {%- set i = visible.index(c.name) if c.name in visible else -1 -%}
     {%- if spec.kind == 'aggregate' and i >= 0 and spec['items'][i].calls -%}
       {%- set item = spec['items'][i] -%}
       {%- set subs = {} -%}
       {%- for call in item.calls -%}
-        {%- do subs.update({call.pos: {'end': call.end, 'text': dbt_ivm._ivm_aggregate_value_sql(call, types)}}) -%}
+        {%- do subs.update({call.pos: {'end': call.end, 'text': dbt_ivm._ivm_aggregate_value_sql(call, types, states)}}) -%}
       {%- endfor -%}
-      {%- do outer.append(dbt_ivm._ivm_range_text(spec.parsed, item.s, item.xe, subs) ~ ' as ' ~ dbt_ivm._ivm_quote(c.name)) -%}
+      {%- do columns.append({'name': c.name, 'sql': dbt_ivm._ivm_range_text(spec.parsed, item.s, item.xe, subs)}) -%}
     {%- else -%}
-      {%- do outer.append('__ivm_m.' ~ dbt_ivm._ivm_quote(c.name)) -%}
+      {%- do columns.append({'name': c.name, 'sql': states.get(c.name) or new ~ '.' ~ dbt_ivm._ivm_quote(c.name)}) -%}
     {%- endif -%}
   {%- endfor -%}
-  {%- do outer.append('__ivm_m.__ivm_existed') -%}
-  {%- set sql -%}
-select {{ outer | join(', ') }}
-from (
-  select {{ inner | join(', ') }}
-  from (
-{{ change_sql }}
-  ) __ivm_d
-  left join {{ target }} __ivm_t on {{ on | join(' and ') if on else 'true' }}
-) __ivm_m
-  {%- endset -%}
-  {{ return(sql) }}
+  {{ return(columns) }}
 {% endmacro %}
 
-{#- The value of an aggregate call from the merged states (columns of __ivm_m), exactly as
-    Spark computes it: sum is NULL without non-NULL arguments; avg divides like Spark's
-    Average (a decimal sum by a decimal(20,0) count, cast to the result type). -#}
-{% macro _ivm_aggregate_value_sql(call, types) %}
-  {%- set s = '__ivm_m.' ~ call.s -%}
-  {%- set n = '__ivm_m.' ~ call.n -%}
+{#- The value of an aggregate call from the merged states (`states`: the SQL of each merged
+    state by name), exactly as Spark computes it: sum is NULL without non-NULL arguments;
+    avg divides like Spark's Average (a decimal sum by a decimal(20,0) count, cast to the
+    result type). -#}
+{% macro _ivm_aggregate_value_sql(call, types, states) %}
+  {%- set s = '(' ~ states[call.s] ~ ')' -%}
   {%- if call.value == 'state' -%}{{ return(s) }}{%- endif -%}
+  {%- set n = '(' ~ states[call.n] ~ ')' -%}
   {%- if call.value == 'sum' -%}{{ return('case when ' ~ n ~ ' > 0 then ' ~ s ~ ' end') }}{%- endif -%}
   {%- set m = modules.re.match('decimal\\((\\d+),\\s*(\\d+)\\)', types[call.s] | lower) -%}
   {%- if m -%}

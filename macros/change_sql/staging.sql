@@ -58,7 +58,9 @@
     {%- set reason = ('deletes or updates' if has_deletes else 'insert-only') ~ ': merged ' ~ what ~ ' into the affected groups' -%}
     {#- every group of the delta is affected: its stored row is replaced by the merged one -#}
     {%- set predicates = dbt_ivm._ivm_group_delete_predicates('(' ~ change_sql ~ ')', keys, '__ivm_v') -%}
-    {%- set delta_apply = {'kind': 'merge', 'merged_view': merged_view, 'keys': keys} -%}
+    {#- Delta merges the deltas into the table itself: a MERGE whose source read the table
+        would first be copied by Delta -#}
+    {%- set delta_apply = {'kind': 'merge', 'spec': spec, 'change_sql': change_sql, 'keys': keys, 'visible': visible} -%}
     {%- set multi = plan | length > 1 -%}
   {%- else -%}
     {%- set affected_view = '(' ~ dbt_ivm._ivm_affected_groups_sql(spec, names, keys, terms) ~ ')' -%}

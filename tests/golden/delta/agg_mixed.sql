@@ -68,10 +68,7 @@ end) is not null or ((not f.__ivm_is_new or l.__ivm_is_new)
 
 -- 3: apply
 merge into analytics.agg_mixed __ivm_t
-using (select * from (select __ivm_m.`region`, __ivm_m.__ivm_s0 as `n`, case when __ivm_m.__ivm_n1 > 0 then __ivm_m.__ivm_s1 end as `revenue`, __ivm_m.`__ivm_g_0`, __ivm_m.`__ivm_count`, __ivm_m.`__ivm_s0`, __ivm_m.`__ivm_s1`, __ivm_m.`__ivm_n1`, __ivm_m.__ivm_existed
-from (
-  select __ivm_t.__ivm_count is not null as __ivm_existed, __ivm_d.`region`, __ivm_d.`__ivm_g_0`, coalesce(__ivm_t.__ivm_count, 0) + __ivm_d.__ivm_count as __ivm_count, cast(coalesce(__ivm_t.__ivm_s0, 0) + coalesce(__ivm_d.__ivm_s0, 0) as bigint) as __ivm_s0, cast(coalesce(__ivm_t.__ivm_s1, 0) + coalesce(__ivm_d.__ivm_s1, 0) as decimal(20,2)) as __ivm_s1, cast(coalesce(__ivm_t.__ivm_n1, 0) + coalesce(__ivm_d.__ivm_n1, 0) as bigint) as __ivm_n1
-  from (
+using (
 select `__ivm_g_0`, any_value(`region`) as `region`, sum(__ivm_sign * __ivm_count) as __ivm_count, sum(__ivm_sign * __ivm_s0) as __ivm_s0, sum(__ivm_sign * __ivm_s1) as __ivm_s1, sum(__ivm_sign * __ivm_n1) as __ivm_n1
 from (
 select `region`, `__ivm_g_0`, `__ivm_count`, `__ivm_s0`, `__ivm_s1`, `__ivm_n1`, __ivm_sign_0 * __ivm_sign_1 as __ivm_sign from (
@@ -85,10 +82,8 @@ select  c.region, c.region as __ivm_g_0, count(*) as __ivm_count, count(*) as __
 ) __ivm_t(`region`, `__ivm_g_0`, `__ivm_count`, `__ivm_s0`, `__ivm_s1`, `__ivm_n1`, __ivm_sign_0, __ivm_sign_1)
 ) __ivm_d
 group by `__ivm_g_0`
-  ) __ivm_d
-  left join analytics.agg_mixed __ivm_t on __ivm_t.`__ivm_g_0` <=> __ivm_d.`__ivm_g_0`
-) __ivm_m) __ivm_m where __ivm_m.__ivm_existed or __ivm_m.__ivm_count > 0) __ivm_s
-on __ivm_t.`__ivm_g_0` <=> __ivm_s.`__ivm_g_0`
-when matched and __ivm_s.__ivm_count = 0 then delete
-when matched then update set __ivm_t.`region` = __ivm_s.`region`, __ivm_t.`n` = __ivm_s.`n`, __ivm_t.`revenue` = __ivm_s.`revenue`, __ivm_t.`__ivm_g_0` = __ivm_s.`__ivm_g_0`, __ivm_t.`__ivm_count` = __ivm_s.`__ivm_count`, __ivm_t.`__ivm_s0` = __ivm_s.`__ivm_s0`, __ivm_t.`__ivm_s1` = __ivm_s.`__ivm_s1`, __ivm_t.`__ivm_n1` = __ivm_s.`__ivm_n1`
-when not matched and __ivm_s.__ivm_count > 0 then insert (`region`, `n`, `revenue`, `__ivm_g_0`, `__ivm_count`, `__ivm_s0`, `__ivm_s1`, `__ivm_n1`) values (__ivm_s.`region`, __ivm_s.`n`, __ivm_s.`revenue`, __ivm_s.`__ivm_g_0`, __ivm_s.`__ivm_count`, __ivm_s.`__ivm_s0`, __ivm_s.`__ivm_s1`, __ivm_s.`__ivm_n1`)
+) __ivm_s
+on __ivm_t.`__ivm_g_0` <=> __ivm_s.`__ivm_g_0` and __ivm_t.__ivm_count is not null
+when matched and __ivm_t.__ivm_count + __ivm_s.__ivm_count = 0 then delete
+when matched then update set __ivm_t.`region` = __ivm_s.`region`, __ivm_t.`n` = (cast(coalesce(__ivm_t.__ivm_s0, 0) + coalesce(__ivm_s.__ivm_s0, 0) as bigint)), __ivm_t.`revenue` = case when (cast(coalesce(__ivm_t.__ivm_n1, 0) + coalesce(__ivm_s.__ivm_n1, 0) as bigint)) > 0 then (cast(coalesce(__ivm_t.__ivm_s1, 0) + coalesce(__ivm_s.__ivm_s1, 0) as decimal(20,2))) end, __ivm_t.`__ivm_count` = coalesce(__ivm_t.__ivm_count, 0) + __ivm_s.__ivm_count, __ivm_t.`__ivm_s0` = cast(coalesce(__ivm_t.__ivm_s0, 0) + coalesce(__ivm_s.__ivm_s0, 0) as bigint), __ivm_t.`__ivm_s1` = cast(coalesce(__ivm_t.__ivm_s1, 0) + coalesce(__ivm_s.__ivm_s1, 0) as decimal(20,2)), __ivm_t.`__ivm_n1` = cast(coalesce(__ivm_t.__ivm_n1, 0) + coalesce(__ivm_s.__ivm_n1, 0) as bigint)
+when not matched and __ivm_s.__ivm_count > 0 then insert (`region`, `n`, `revenue`, `__ivm_g_0`, `__ivm_count`, `__ivm_s0`, `__ivm_s1`, `__ivm_n1`) values (__ivm_s.`region`, (cast(coalesce(__ivm_s.__ivm_s0, 0) as bigint)), case when (cast(coalesce(__ivm_s.__ivm_n1, 0) as bigint)) > 0 then (cast(coalesce(__ivm_s.__ivm_s1, 0) as decimal(20,2))) end, __ivm_s.`__ivm_g_0`, __ivm_s.__ivm_count, cast(coalesce(__ivm_s.__ivm_s0, 0) as bigint), cast(coalesce(__ivm_s.__ivm_s1, 0) as decimal(20,2)), cast(coalesce(__ivm_s.__ivm_n1, 0) as bigint))

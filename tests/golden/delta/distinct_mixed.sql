@@ -34,10 +34,7 @@ end) is not null or ((not f.__ivm_is_new or l.__ivm_is_new)
 
 -- 2: apply
 merge into analytics.distinct_mixed __ivm_t
-using (select * from (select __ivm_m.`customer_id`, __ivm_m.`status`, __ivm_m.`__ivm_count`, __ivm_m.__ivm_existed
-from (
-  select __ivm_t.__ivm_count is not null as __ivm_existed, __ivm_d.`customer_id`, __ivm_d.`status`, coalesce(__ivm_t.__ivm_count, 0) + __ivm_d.__ivm_count as __ivm_count
-  from (
+using (
 select `customer_id`, `status`, sum(__ivm_sign * __ivm_count) as __ivm_count
 from (
 select `customer_id`, `status`, `__ivm_count`, __ivm_sign_0 as __ivm_sign from (
@@ -46,10 +43,8 @@ group by all
 ) __ivm_t
 ) __ivm_d
 group by `customer_id`, `status`
-  ) __ivm_d
-  left join analytics.distinct_mixed __ivm_t on __ivm_t.`customer_id` <=> __ivm_d.`customer_id` and __ivm_t.`status` <=> __ivm_d.`status`
-) __ivm_m) __ivm_m where __ivm_m.__ivm_existed or __ivm_m.__ivm_count > 0) __ivm_s
-on __ivm_t.`customer_id` <=> __ivm_s.`customer_id` and __ivm_t.`status` <=> __ivm_s.`status`
-when matched and __ivm_s.__ivm_count = 0 then delete
-when matched then update set __ivm_t.`customer_id` = __ivm_s.`customer_id`, __ivm_t.`status` = __ivm_s.`status`, __ivm_t.`__ivm_count` = __ivm_s.`__ivm_count`
-when not matched and __ivm_s.__ivm_count > 0 then insert (`customer_id`, `status`, `__ivm_count`) values (__ivm_s.`customer_id`, __ivm_s.`status`, __ivm_s.`__ivm_count`)
+) __ivm_s
+on __ivm_t.`customer_id` <=> __ivm_s.`customer_id` and __ivm_t.`status` <=> __ivm_s.`status` and __ivm_t.__ivm_count is not null
+when matched and __ivm_t.__ivm_count + __ivm_s.__ivm_count = 0 then delete
+when matched then update set __ivm_t.`__ivm_count` = coalesce(__ivm_t.__ivm_count, 0) + __ivm_s.__ivm_count
+when not matched and __ivm_s.__ivm_count > 0 then insert (`customer_id`, `status`, `__ivm_count`) values (__ivm_s.`customer_id`, __ivm_s.`status`, __ivm_s.__ivm_count)
