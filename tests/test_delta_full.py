@@ -82,6 +82,22 @@ def test_refresh_is_one_commit(history: tuple[IvmProject, RandomHistory]) -> Non
         assert all(operation in ("MERGE", "WRITE") for _, operation in after)
 
 
+def write_shop_sources(project: IvmProject) -> None:
+    """orders and customers: Delta upstreams read through their change data feed, keyed by id."""
+    project.write(
+        "models/sources.yml",
+        f"""\
+        version: 2
+        sources:
+          - name: shop
+            schema: {project.raw}
+            tables:
+              - {{name: orders, config: {{meta: {{ivm: {{change_feed: delta, unique_key: [id]}}}}}}}}
+              - {{name: customers, config: {{meta: {{ivm: {{change_feed: delta, unique_key: [id]}}}}}}}}
+        """,
+    )
+
+
 def test_delta_change_feed_upstreams(project_factory) -> None:
     project = delta_project(project_factory("delta_cdf"))
     spark = project.spark
@@ -95,18 +111,7 @@ def test_delta_change_feed_upstreams(project_factory) -> None:
         )
     spark.sql(f"insert into {project.raw}.orders values (1, 1, 10), (2, 1, 20), (3, 2, null), (4, null, 5)")
     spark.sql(f"insert into {project.raw}.customers values (1, 'eu'), (2, 'us'), (3, null)")
-    project.write(
-        "models/sources.yml",
-        f"""\
-        version: 2
-        sources:
-          - name: shop
-            schema: {project.raw}
-            tables:
-              - {{name: orders, config: {{meta: {{ivm: {{change_feed: delta, unique_key: [id]}}}}}}}}
-              - {{name: customers, config: {{meta: {{ivm: {{change_feed: delta, unique_key: [id]}}}}}}}}
-        """,
-    )
+    write_shop_sources(project)
     project.write(
         "models/facts.sql",
         """\
@@ -184,18 +189,7 @@ def test_a_group_that_comes_and_goes_within_a_change_is_left_out(project_factory
     customers = DeltaFeedTable(spark, f"{project.raw}.customers", ["id"])
     orders.create("id bigint, customer_id bigint, amount int", [{"id": 1, "customer_id": 2, "amount": 10}])
     customers.create("id bigint, region string", [{"id": 1, "region": None}, {"id": 2, "region": "eu"}])
-    project.write(
-        "models/sources.yml",
-        f"""\
-        version: 2
-        sources:
-          - name: shop
-            schema: {project.raw}
-            tables:
-              - {{name: orders, config: {{meta: {{ivm: {{change_feed: delta, unique_key: [id]}}}}}}}}
-              - {{name: customers, config: {{meta: {{ivm: {{change_feed: delta, unique_key: [id]}}}}}}}}
-        """,
-    )
+    write_shop_sources(project)
     project.write(
         "models/by_region.sql",
         """\
