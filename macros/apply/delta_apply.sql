@@ -46,15 +46,7 @@
   {%- do clauses.append('when matched then update set ' ~ sets | join(', ')) -%}
   {%- do clauses.append('when not matched' ~ (' and __ivm_s.__ivm_count > 0' if keys else '') ~ ' then insert (' ~
       dbt_ivm._ivm_quote_all(inserted | map(attribute='name')) | join(', ') ~ ') values (' ~ inserted | map(attribute='sql') | join(', ') ~ ')') -%}
-  {%- set sql -%}
-merge into {{ target }} __ivm_t
-using (
-{{ change_sql }}
-) __ivm_s
-on {{ on | join(' and ') if on else 'true' }}
-{{ clauses | join('\n') }}
-  {%- endset -%}
-  {{ return(sql) }}
+  {{ return(dbt_ivm._ivm_delta_merge_statement(target, '(\n' ~ change_sql ~ '\n)', on, clauses)) }}
 {% endmacro %}
 
 {#- SQL of the MERGE for an aggregate view whose affected groups are recomputed from the
@@ -118,6 +110,12 @@ on {{ on | join(' and ') if on else 'true' }}
   {%- if can_delete -%}{%- do clauses.append('when matched and __ivm_s.__ivm_present is null then delete') -%}{%- endif -%}
   {%- do clauses.append('when matched then update set ' ~ dbt_ivm._ivm_delta_set_list(columns)) -%}
   {%- do clauses.append('when not matched and __ivm_s.__ivm_present then insert ' ~ dbt_ivm._ivm_delta_insert_list(columns)) -%}
+  {{ return(dbt_ivm._ivm_delta_merge_statement(target, source, on, clauses)) }}
+{% endmacro %}
+
+{#- A MERGE of a source (a relation in FROM) into the table: ON the conjuncts `on` (true
+    without any), then its clauses in order. -#}
+{% macro _ivm_delta_merge_statement(target, source, on, clauses) %}
   {%- set sql -%}
 merge into {{ target }} __ivm_t
 using {{ source }} __ivm_s
