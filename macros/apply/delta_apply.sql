@@ -19,7 +19,7 @@
 {#- SQL of the MERGE for an aggregate or DISTINCT view (merge path): the source is the
     signed delta per affected group (ivm_aggregate_change_sql, one row per group), merged
     into the stored states by the clauses themselves, so the source never reads the table
-    (Delta would copy such a source before merging). A group whose count reaches 0 is
+    (Delta materializes the whole source before merging, table read included). A group whose count reaches 0 is
     deleted, an existing one updated in place, a new one inserted when it has rows.
     Without GROUP BY the one row is always updated. -#}
 {% macro ivm_delta_aggregate_merge_sql(spec, target, target_columns, change_sql, keys, visible) %}
@@ -72,26 +72,28 @@
     {%- do mk.append('__ivm_a.' ~ k ~ ' as __ivm_mk_' ~ loop.index0) -%}
     {%- do on.append('__ivm_t.' ~ k ~ ' <=> __ivm_s.__ivm_mk_' ~ loop.index0) -%}
   {%- endfor -%}
-  {%- set guard = dbt_ivm._ivm_delta_null_keys_guard(target, keys, '__ivm_a') -%}
+  {#- false on the NULL padding of an unmatched source row (see _ivm_delta_null_keys_guard):
+      every stored group counts its rows -#}
+  {%- do on.append('__ivm_t.__ivm_count is not null') -%}
   {%- set source -%}
 (
   select {{ mk | join(', ') }}, __ivm_r.*
   from (select distinct {{ q | join(', ') }} from {{ affected_view }}) __ivm_a
   left join (select *, true as __ivm_present from {{ insert_view }}) __ivm_r on {{ match | join(' and ') }}
-  {{ guard.join }}
-  where __ivm_r.__ivm_present or {{ guard.flag }}
 )
   {%- endset -%}
   {{ return(dbt_ivm._ivm_delta_merge_text(target, columns, source, on, true)) }}
 {% endmacro %}
 
-{#- Delta's MERGE outer-joins its source with the table and tests the ON condition again on
-    the joined rows: on a source row that matched nothing, the table's columns are NULL, so a
-    null-safe key match (<=>) of a source row whose keys are all NULL is true there, and
-    Delta fails with "Unexpected row: did not match any merge clause" when no NOT MATCHED
-    clause takes the row. {join, flag}: the flag keeps such a source row (alias) only when
-    the table has a row with all of those keys NULL, which it then really matches (a join,
-    not an EXISTS subquery: Delta cannot read the target from a subquery of its source). -#}
+{#- With deletion vectors, Delta's MERGE picks the rows it writes by testing the ON condition
+    again on its outer join of source and table: on a source row that matched nothing, the
+    table's columns are NULL, so a null-safe key match (<=>) of a source row whose keys are
+    all NULL is true there, and Delta fails with "Unexpected row: did not match any merge
+    clause" when no NOT MATCHED clause takes the row. An aggregate table answers this in ON
+    (its __ivm_count is never NULL in a stored row); a join or keyed table has no column that
+    is never NULL, so {join, flag}: the flag keeps such a source row (alias) only when the
+    table has a row with all of those keys NULL, which it then really matches (a join, not
+    an EXISTS subquery: Delta cannot read the target from a subquery of its source). -#}
 {% macro _ivm_delta_null_keys_guard(target, keys, alias) %}
   {%- set source_null = [] -%}
   {%- set table_null = [] -%}
@@ -138,8 +140,8 @@ on {{ on | join(' and ') if on else 'true' }}
     The ON condition requires __ivm_del, so insert rows never match and are inserted.
     `keys_not_null`: no row of `keys` has a NULL (row keys of an upstream that is not an ivm
     model, which the change checks refuse as IVM062 before anything is applied): no null-key
-    guard then, which reads the table, and a source that reads the table makes Delta copy
-    the source before it merges.
+    guard then, which reads the table in the source (its rows with NULL keys, a read that
+    Delta materializes with the rest of the source before it merges).
     `table_filter`: a predicate on the table (__ivm_t) that every deleted row satisfies,
     added to ON so that Delta matches only the files whose statistics admit it.
     Several target rows may share one identity tuple (duplicate rows, or an append-only

@@ -54,10 +54,8 @@ select  customer_id, customer_id as __ivm_g_0, count(*) as __ivm_count, max(amou
 ) __ivm_t(`customer_id`, `__ivm_g_0`, `__ivm_count`, `__ivm_s0`, `__ivm_s1`, __ivm_sign_0)
 ) __ivm_s
 ) __ivm_a) __ivm_a on __ivm_r.`__ivm_g_0` <=> __ivm_a.`__ivm_g_0`)) __ivm_r on __ivm_a.`__ivm_g_0` <=> __ivm_r.`__ivm_g_0`
-  cross join (select count(*) > 0 as __ivm_has from analytics.minmax_recompute where `__ivm_g_0` is null) __ivm_n
-  where __ivm_r.__ivm_present or (not (__ivm_a.`__ivm_g_0` is null) or __ivm_n.__ivm_has)
 ) __ivm_s
-on __ivm_t.`__ivm_g_0` <=> __ivm_s.__ivm_mk_0
+on __ivm_t.`__ivm_g_0` <=> __ivm_s.__ivm_mk_0 and __ivm_t.__ivm_count is not null
 when matched and __ivm_s.__ivm_present is null then delete
 when matched then update set __ivm_t.`customer_id` = __ivm_s.`customer_id`, __ivm_t.`top` = __ivm_s.`top`, __ivm_t.`n` = __ivm_s.`n`, __ivm_t.`__ivm_g_0` = __ivm_s.`__ivm_g_0`, __ivm_t.`__ivm_count` = __ivm_s.`__ivm_count`, __ivm_t.`__ivm_s0` = __ivm_s.`__ivm_s0`, __ivm_t.`__ivm_s1` = __ivm_s.`__ivm_s1`
 when not matched and __ivm_s.__ivm_present then insert (`customer_id`, `top`, `n`, `__ivm_g_0`, `__ivm_count`, `__ivm_s0`, `__ivm_s1`) values (__ivm_s.`customer_id`, __ivm_s.`top`, __ivm_s.`n`, __ivm_s.`__ivm_g_0`, __ivm_s.`__ivm_count`, __ivm_s.`__ivm_s0`, __ivm_s.`__ivm_s1`)
