@@ -184,7 +184,9 @@ def test_delta_change_feed_upstreams(project_factory) -> None:
         ("max(o.amount)", "recomputed the affected groups"),
     ],
 )
-def test_a_group_that_comes_and_goes_within_a_change_is_left_out(project_factory, value: str, path: str) -> None:
+def test_a_group_that_comes_and_goes_within_a_change_is_left_out(
+    project_factory, value: str, path: str
+) -> None:
     """An order added for a customer deleted in the same batch: its group (region NULL) gets
     +1 from the new order with the old customer and -1 from the deleted customer with the new
     order (merge path), or is affected with no row left (recompute path), so the MERGE's
