@@ -30,9 +30,7 @@
   {%- set on = [] -%}
   {%- for k in dbt_ivm._ivm_quote_all(keys) -%}{%- do on.append('__ivm_t.' ~ k ~ ' <=> __ivm_s.' ~ k) -%}{%- endfor -%}
   {%- if keys -%}
-    {#- false on the NULL padding of an unmatched source row, where Delta tests ON again and
-        a null-safe match of all-NULL keys would be true -#}
-    {%- do on.append('__ivm_t.__ivm_count is not null') -%}
+    {%- do on.append(dbt_ivm._ivm_delta_stored_group()) -%}
   {%- endif -%}
   {%- set sets = [] -%}
   {%- for c in dbt_ivm._ivm_aggregate_merged_columns(spec, target_columns, visible, '__ivm_t', '__ivm_s') if c.name not in keys -%}
@@ -72,9 +70,7 @@
     {%- do mk.append('__ivm_a.' ~ k ~ ' as __ivm_mk_' ~ loop.index0) -%}
     {%- do on.append('__ivm_t.' ~ k ~ ' <=> __ivm_s.__ivm_mk_' ~ loop.index0) -%}
   {%- endfor -%}
-  {#- false on the NULL padding of an unmatched source row (see _ivm_delta_null_keys_guard):
-      every stored group counts its rows -#}
-  {%- do on.append('__ivm_t.__ivm_count is not null') -%}
+  {%- do on.append(dbt_ivm._ivm_delta_stored_group()) -%}
   {%- set source -%}
 (
   select {{ mk | join(', ') }}, __ivm_r.*
@@ -83,6 +79,13 @@
 )
   {%- endset -%}
   {{ return(dbt_ivm._ivm_delta_merge_text(target, columns, source, on, true)) }}
+{% endmacro %}
+
+{#- The ON conjunct of a MERGE into an aggregate table that the table's row is there: every
+    stored group counts its rows, and it is false on the NULL padding of an unmatched source
+    row (see _ivm_delta_null_keys_guard). -#}
+{% macro _ivm_delta_stored_group() %}
+  {{ return('__ivm_t.__ivm_count is not null') }}
 {% endmacro %}
 
 {#- With deletion vectors, Delta's MERGE picks the rows it writes by testing the ON condition
