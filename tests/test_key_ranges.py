@@ -90,14 +90,41 @@ def test_ranges_are_read_over_new_and_old_images(runtime: Runtime) -> None:
     sqlglot.parse_one(f"select {sql} from t", read="spark")
 
 
+@pytest.mark.parametrize(
+    ("text", "dtype", "literal"),
+    [
+        ("20", "bigint", "20L"),
+        ("-3", "INT", "-3"),
+        ("7", "smallint", "7S"),
+        ("7", "tinyint", "7Y"),
+        ("2026-01-31", "date", "date'2026-01-31'"),
+        ("O'Brien", "string", "'O\\'Brien'"),
+        # what is not the plain text of its type stays a cast, which checks it
+        ("1.50", "decimal(12,2)", "cast('1.50' as decimal(12,2))"),
+        ("1e3", "bigint", "cast('1e3' as bigint)"),
+        ("+10000-01-01", "date", "cast('+10000-01-01' as date)"),
+        ("5) or (true", "int", "cast('5) or (true' as int)"),
+        (None, "bigint", "cast(null as bigint)"),
+    ],
+)
+def test_listed_values_are_typed_literals(
+    runtime: Runtime,
+    text: str | None,
+    dtype: str,
+    literal: str,
+) -> None:
+    assert runtime.macro("_ivm_typed_literal")(text, dtype) == literal
+    sqlglot.parse_one(f"select {literal}", read="spark")
+
+
 def test_bounds_are_literals_of_the_column_type(runtime: Runtime) -> None:
     ranged = {"k": {"name": "k", "type": "string", "partners": ["1.x"]}}
     literals = runtime.macro("_ivm_key_range_literals")({"min:k": "O'Brien", "max:k": None}, ranged, {}, {})
     # a NULL bound (no non-NULL changed key) matches no row, as the equality would
     assert literals == {
         "k": {
-            "lo": "cast('O\\'Brien' as string)",
-            "hi": "cast(cast(null as string) as string)",
+            "lo": "'O\\'Brien'",
+            "hi": "cast(null as string)",
             "keys": None,
             "partners": ["1.x"],
         }
@@ -126,8 +153,8 @@ def test_partners_one_equality_away_are_cut_to_the_range(runtime: Runtime) -> No
     )
     relations = {i: f"up{i}" for i in range(4)}
     out = runtime.macro("_ivm_reduced_relations")(EDGES, relations, changed, steps)
-    assert "`l_orderkey` between cast('100' as bigint) and cast('250' as bigint)" in out[1]
-    assert "`c_custkey` between cast('7' as int) and cast('7' as int)" in out[2]
+    assert "`l_orderkey` between 100L and 250L" in out[1]
+    assert "`c_custkey` between 7 and 7" in out[2]
     # the part is cut by the lineitems the range cut, not by a range of its own
     assert "between" not in out[3].replace(out[1], "")
     for relation in out.values():
@@ -164,8 +191,8 @@ def test_key_lists_are_literals_up_to_the_max(runtime: Runtime) -> None:
     }
     sets = {"k": '["20", "3"]', "s": '["O\'Brien"]', "many": json_list(range(over_max(runtime)))}
     literals = runtime.macro("_ivm_key_range_literals")({}, ranged, sets, {})
-    assert literals["k"]["keys"] == ["cast('20' as bigint)", "cast('3' as bigint)"]
-    assert literals["s"]["keys"] == ["cast('O\\'Brien' as string)"]
+    assert literals["k"]["keys"] == ["20L", "3L"]
+    assert literals["s"]["keys"] == ["'O\\'Brien'"]
     # more distinct keys than the max: no list, the IN subquery stays
     assert literals["many"]["keys"] is None
 
@@ -197,10 +224,7 @@ def test_key_lists_replace_the_in_subquery_one_equality_away(runtime: Runtime) -
     steps = plan()
     counted(runtime, steps[0], steps, {"o_orderkey": '["100", "250"]', "o_custkey": "[]"})
     out = runtime.macro("_ivm_reduced_relations")(KEY_EDGES, {i: f"up{i}" for i in range(4)}, steps[0], steps)
-    assert (
-        "where `l_orderkey` in (cast('100' as bigint), cast('250' as bigint)) and `l_orderkey` between"
-        in out[1]
-    )
+    assert "where `l_orderkey` in (100L, 250L) and `l_orderkey` between" in out[1]
     assert "up0" not in out[1]
     # no non-NULL changed key: nothing can join
     assert out[2].startswith("(select * from up2 __ivm_r where false and `c_custkey` between")
@@ -217,7 +241,7 @@ def test_a_column_without_a_list_keeps_the_in_subquery(runtime: Runtime) -> None
     )
     out = runtime.macro("_ivm_reduced_relations")(KEY_EDGES, {i: f"up{i}" for i in range(4)}, steps[0], steps)
     assert "(`l_orderkey`) in (select `o_orderkey` from up0 __ivm_p)" in out[1]
-    assert "where `c_custkey` in (cast('7' as int)) and" in out[2]
+    assert "where `c_custkey` in (7) and" in out[2]
     # joined on several columns, one of them not ranged (a double): the subquery stays
     steps = plan()
     counted(runtime, steps[0], steps, {"o_orderkey": '["100"]', "o_custkey": '["7"]'})
@@ -242,8 +266,8 @@ def test_changed_row_keys_are_listed_exactly_or_not_at_all(runtime: Runtime) -> 
     p = changed_orders(runtime, ["o_id", "o_day"], [Column("O_ID", "bigint"), Column("o_day", "date")])
     literals = runtime.macro("_ivm_changed_id_literals")
     assert literals('[["7", "2026-01-02"], ["10", "2026-01-01"]]', p) == [
-        ["cast('10' as bigint)", "cast('2026-01-01' as date)"],
-        ["cast('7' as bigint)", "cast('2026-01-02' as date)"],
+        ["10L", "date'2026-01-01'"],
+        ["7L", "date'2026-01-02'"],
     ]
     # a NULL key column is matched null-safely, which an IN list cannot: not listed
     assert literals('[["7", null]]', p) is None
@@ -399,17 +423,14 @@ def test_a_leaf_joined_to_a_bounded_partner_is_not_cut_by_a_subquery(runtime: Ru
     # orders is cut by literals on its whole row key: at most two rows, broadcast
     assert out[0].startswith(
         "(select /*+ BROADCAST */ * from (select * from up0 __ivm_r where `o_orderkey` in "
-        "(cast('100' as bigint), cast('250' as bigint)) and `o_orderkey` between"
+        "(100L, 250L) and `o_orderkey` between"
     )
     # customer, joined to orders only, is streamed through that broadcast join: no subquery
     assert out[2] == "up2"
     assert 2 not in cuts
     # part, joined to the changed lineitem only, keeps its range but reads no change again
-    assert (
-        out[3]
-        == "(select * from up3 __ivm_r where `p_partkey` between cast('1' as bigint) and cast('9' as bigint))"
-    )
-    assert cuts[3] == "`p_partkey` between cast('1' as bigint) and cast('9' as bigint)"
+    assert out[3] == "(select * from up3 __ivm_r where `p_partkey` between 1L and 9L)"
+    assert cuts[3] == "`p_partkey` between 1L and 9L"
     for relation in out.values():
         sqlglot.parse_one(f"select * from {relation} t", read="spark")
 

@@ -164,9 +164,7 @@ select {{ cols | join(', ') }} from {{ insert_view }}
   {%- for values in affected.values() -%}
     {%- set match = [] -%}
     {%- for c in partition_by -%}
-      {%- set v = values[loop.index0] -%}
-      {%- do match.append('__ivm_v.' ~ dbt_ivm._ivm_quote(c) ~ ' <=> ' ~ ('cast(' ~ dbt_ivm._ivm_string_literal(v) ~ ' as ' ~
-          types[c] ~ ')' if v is not none else 'null')) -%}
+      {%- do match.append('__ivm_v.' ~ dbt_ivm._ivm_quote(c) ~ ' <=> ' ~ dbt_ivm._ivm_typed_literal(values[loop.index0], types[c])) -%}
     {%- endfor -%}
     {%- do in_affected.append('(' ~ match | join(' and ') ~ ')') -%}
   {%- endfor -%}

@@ -90,7 +90,7 @@
     {{ return('cast(' ~ value ~ ' as bigint)') }}
   {%- endif -%}
   {%- for col in columns if col.name | lower == up.watermark | lower -%}
-    {{ return('cast(' ~ dbt_ivm._ivm_string_literal(value | string) ~ ' as ' ~ col.data_type ~ ')') }}
+    {{ return(dbt_ivm._ivm_typed_literal(value | string, col.data_type)) }}
   {%- endfor -%}
 {% endmacro %}
 

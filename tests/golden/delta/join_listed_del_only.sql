@@ -33,5 +33,5 @@ end) is not null or ((not f.__ivm_is_new or l.__ivm_is_new)
   and not (not f.__ivm_is_new and l.__ivm_is_new and f.`customer_id` <=> l.`customer_id` and f.`region` <=> l.`region`))
 
 -- 2: apply
-insert into analytics.join_listed_del_only replace where (__ivm_customers__customer_id in (cast('2' as bigint), cast('3' as bigint), cast('4' as bigint), cast('5' as bigint)))
+insert into analytics.join_listed_del_only replace where (__ivm_customers__customer_id in (2L, 3L, 4L, 5L))
 select `order_id`, `amount`, `region`, `__ivm_orders__order_id`, `__ivm_customers__customer_id` from (select * from analytics.join_listed_del_only where false) __ivm_i
