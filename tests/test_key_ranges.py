@@ -113,7 +113,7 @@ def test_listed_values_are_typed_literals(
     dtype: str,
     literal: str,
 ) -> None:
-    assert runtime.macro("_ivm_typed_literal")(text, dtype) == literal
+    assert runtime.macro("_ivm_typed_literals")([text], dtype) == [literal]
     sqlglot.parse_one(f"select {literal}", read="spark")
 
 

@@ -164,7 +164,7 @@ select {{ cols | join(', ') }} from {{ insert_view }}
   {%- for values in affected.values() -%}
     {%- set match = [] -%}
     {%- for c in partition_by -%}
-      {%- do match.append('__ivm_v.' ~ dbt_ivm._ivm_quote(c) ~ ' <=> ' ~ dbt_ivm._ivm_typed_literal(values[loop.index0], types[c])) -%}
+      {%- do match.append('__ivm_v.' ~ dbt_ivm._ivm_quote(c) ~ ' <=> ' ~ dbt_ivm._ivm_typed_literals([values[loop.index0]], types[c])[0]) -%}
     {%- endfor -%}
     {%- do in_affected.append('(' ~ match | join(' and ') ~ ')') -%}
   {%- endfor -%}

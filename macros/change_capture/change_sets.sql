@@ -90,7 +90,7 @@
     {{ return('cast(' ~ value ~ ' as bigint)') }}
   {%- endif -%}
   {%- for col in columns if col.name | lower == up.watermark | lower -%}
-    {{ return(dbt_ivm._ivm_typed_literal(value | string, col.data_type)) }}
+    {{ return(dbt_ivm._ivm_typed_literals([value | string], col.data_type)[0]) }}
   {%- endfor -%}
 {% endmacro %}
 
