@@ -117,6 +117,17 @@ def test_listed_values_are_typed_literals(
     sqlglot.parse_one(f"select {literal}", read="spark")
 
 
+def test_a_list_of_literals_is_typed_value_by_value(runtime: Runtime) -> None:
+    literals = runtime.macro("_ivm_typed_literals")
+    assert literals(["3", "-20", "7"], "bigint") == ["3L", "-20L", "7L"]
+    assert literals(["2026-01-31"], "date") == ["date'2026-01-31'"]
+    assert literals([], "int") == []
+    # one value that is not plain: the others keep their typed literals
+    assert literals(["1", None, "x"], "int") == ["1", "cast(null as int)", "cast('x' as int)"]
+    # a line break inside a value never splits it into two literals
+    assert literals(["5\n6", "7"], "int") == ["cast('5\n6' as int)", "7"]
+
+
 def test_bounds_are_literals_of_the_column_type(runtime: Runtime) -> None:
     ranged = {"k": {"name": "k", "type": "string", "partners": ["1.x"]}}
     literals = runtime.macro("_ivm_key_range_literals")({"min:k": "O'Brien", "max:k": None}, ranged, {}, {})
@@ -374,12 +385,11 @@ def test_key_lists_in_the_counting_pass_equal_the_subqueries(runtime: Runtime, s
     """Both forms of the row key and key set lists on one change set (new images, old
     images, both, NULLs): the same values, and above the maximum both say 'more'."""
     n = over_max(runtime) if many else 3
-    images = []
-    for i in range(1, n + 1):
-        new_k = "null" if i % 5 == 0 else i % 7
-        old_k = "null" if i % 4 == 0 else i % 3
-        images.append(f"({i}, {new_k}, named_struct('K', {old_k}), {str(i % 2 == 0).lower()})")
-    view = f"(select * from values {', '.join(images)} as v(o_id, K, __ivm_before, __ivm_new))"
+    view = (
+        "(select id as o_id, case when id % 5 = 0 then null else id % 7 end as K,"
+        " named_struct('K', case when id % 4 = 0 then null else id % 3 end) as __ivm_before,"
+        f" id % 2 = 0 as __ivm_new from range(1, {n + 1}))"
+    )
     p = changed_orders(runtime, ["o_id"], [Column("o_id", "bigint")])
     p["change_view"] = view
     ranged = {"k": {"name": "K", "type": "bigint", "partners": ["1.x"]}}

@@ -16,7 +16,6 @@ is absent: a macro that reaches it fails with MacroError naming it.
 from __future__ import annotations
 
 import datetime
-import itertools
 import json
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -243,7 +242,7 @@ class Runtime:
             "api": {"Relation": Relation, "Column": Column},
             "config": self._config,
             "graph": graph,
-            "modules": {"re": re, "datetime": datetime, "itertools": itertools},
+            "modules": {"re": re, "datetime": datetime},
             "tojson": lambda value, sort_keys=False: json.dumps(value, sort_keys=sort_keys),
             "fromjson": _fromjson,
             "log": lambda message, info=False: "",
