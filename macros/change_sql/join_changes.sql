@@ -497,10 +497,10 @@
     fraction of a second, where a loop over them costs seconds. -#}
 {% macro _ivm_typed_literals(values, dtype) %}
   {%- set t = (dtype or '') | lower | trim -%}
-  {%- set suffix = {'tinyint': 'Y', 'smallint': 'S', 'int': '', 'bigint': 'L'}.get(t) -%}
+  {%- set suffix = dbt_ivm._ivm_integer_suffixes().get(t) -%}
   {%- set plain = '-?[0-9]+' if suffix is not none else ('[0-9]{4}-[0-9]{2}-[0-9]{2}' if t == 'date' else none) -%}
+  {%- set head, tail = ('', suffix) if suffix is not none else ("date'", "'") -%}
   {%- if plain and none not in values and modules.re.fullmatch('(?:' ~ plain ~ ')(?:\n(?:' ~ plain ~ '))*', values | join('\n')) -%}
-    {%- set head, tail = ('', suffix) if suffix is not none else ("date'", "'") -%}
     {%- set out = (head ~ values | join(tail ~ '\n' ~ head) ~ tail).split('\n') -%}
     {#- a value holding a line break is no plain value: then the lines outnumber the values -#}
     {%- if out | length == values | length -%}{{ return(out) }}{%- endif -%}
@@ -510,19 +510,24 @@
     {%- if value is none -%}
       {%- do out.append('cast(null as ' ~ t ~ ')') -%}
     {%- elif plain and modules.re.fullmatch(plain, value | string) -%}
-      {%- do out.append(dbt_ivm._ivm_typed_literals([value], t)[0]) -%}
+      {%- do out.append(head ~ value ~ tail) -%}
     {%- elif t == 'string' -%}
       {%- do out.append(dbt_ivm._ivm_string_literal(value)) -%}
     {%- else -%}
-      {%- do out.append('cast(' ~ dbt_ivm._ivm_string_literal(value) ~ ' as ' ~ dtype ~ ')') -%}
+      {%- do out.append('cast(' ~ dbt_ivm._ivm_string_literal(value) ~ ' as ' ~ t ~ ')') -%}
     {%- endif -%}
   {%- endfor -%}
   {{ return(out) }}
 {% endmacro %}
 
+{#- Spark's integer types and the suffix of their typed literals (5Y, 5S, 5, 5L). -#}
+{% macro _ivm_integer_suffixes() %}
+  {{ return({'tinyint': 'Y', 'smallint': 'S', 'int': '', 'bigint': 'L'}) }}
+{% endmacro %}
+
 {% macro _ivm_range_kind(dtype) %}
   {%- set t = (dtype or '') | lower | trim -%}
-  {%- if t in ('tinyint', 'smallint', 'int', 'bigint') or modules.re.fullmatch('decimal[(][0-9]+, ?[0-9]+[)]', t) -%}
+  {%- if t in dbt_ivm._ivm_integer_suffixes() or modules.re.fullmatch('decimal[(][0-9]+, ?[0-9]+[)]', t) -%}
     {{ return('number') }}
   {%- endif -%}
   {{ return(t if t in ('date', 'string') else none) }}
@@ -630,10 +635,7 @@
   {%- set by_ids = p.by_ids if p.get('ids') is not none else {} -%}
   {%- set out = {} -%}
   {%- for col, r in ranged.items() -%}
-    {%- set bounds = [] -%}
-    {%- for f in ('min', 'max') -%}
-      {%- do bounds.append(dbt_ivm._ivm_typed_literals([values.get(f ~ ':' ~ col)], r.type)[0]) -%}
-    {%- endfor -%}
+    {%- set bounds = dbt_ivm._ivm_typed_literals([values.get('min:' ~ col), values.get('max:' ~ col)], r.type) -%}
     {%- set listed = fromjson(sets[col]) if sets.get(col) is not none else none -%}
     {%- set keys = none -%}
     {%- if col in by_ids -%}
