@@ -247,8 +247,6 @@ def test_an_unknown_change_feed_fails_naming_the_choices(
         ("ivm_compact_log_above", 0, "ivm_compact_log_above must be a whole number of refresh log"),
         ("ivm_compact_log_above", 2.5, "or false to never compact the model's refresh log history"),
         ("ivm_compact_log_above", True, "got 'True'."),
-        ("ivm_overwrite_max_rows", -1, "ivm_overwrite_max_rows must be a whole number of rows"),
-        ("ivm_overwrite_max_rows", True, "or false to always MERGE into a Delta aggregate table, got 'True"),
     ],
 )
 def test_invalid_refresh_settings_fail_like_the_run(

@@ -1,5 +1,5 @@
 """The differential suite on Delta Lake: the join and aggregate differential models stored
-as Delta tables (file_format='delta', every refresh one commit) over change-logged
+as Delta tables (file_format='delta', every refresh one MERGE) over change-logged
 upstreams, and the same models over Delta upstreams read through their change data feed
 (declared by their key alone; several commits per batch, empty batches), with the join
 models stored as Delta and the aggregates as parquet.
@@ -23,17 +23,9 @@ from tests.support import (
 
 pytestmark = pytest.mark.usefixtures("delta")
 
-# these small aggregate tables merge their deltas (ivm_overwrite_max_rows: false); the
-# other unpartitioned ones are rewritten whole, as any Delta table of up to 100,000 rows
-MERGED = ("agg_sums", "agg_distinct")
 DIFFERENTIAL = {
     **{f"j_{name}": sql for name, sql in joins.MODELS.items()},
-    **{
-        f"a_{name}": aggregates.CONFIG
-        + ("{{ config(meta={'ivm_overwrite_max_rows': false}) }}\n" if name in MERGED else "")
-        + sql
-        for name, sql in aggregates.MODELS.items()
-    },
+    **{f"a_{name}": aggregates.CONFIG + sql for name, sql in aggregates.MODELS.items()},
 }
 TABLES = {**joins.TABLES, **aggregates.TABLES}
 
@@ -76,7 +68,6 @@ def test_refresh_is_one_commit(history: tuple[IvmProject, RandomHistory]) -> Non
     recorded (what an interrupted refresh is resolved by), and exactly one when it changed
     rows (a MERGE that changes nothing commits nothing)."""
     project, _ = history
-    rewritten = []
     for model in DIFFERENTIAL:
         rows = project.refresh_log(model)
         started = [r for r in rows if r["status"] == "started" and r["path"] == "incremental"]
@@ -89,14 +80,6 @@ def test_refresh_is_one_commit(history: tuple[IvmProject, RandomHistory]) -> Non
         changed = done["rows_deleted"] + done["rows_inserted"] > 0
         assert len(after) <= 1 and (len(after) == 1 or not changed), (model, done, after)
         assert all(operation in ("MERGE", "WRITE") for _, operation in after)
-        # a small aggregate table is rewritten whole unless it merges by its config
-        if "rewritten whole" in done["reason"]:
-            rewritten.append(model)
-            assert model.removeprefix("a_") not in MERGED, model
-            assert [op for _, op in after] == ["WRITE"], (model, after)
-        elif model.removeprefix("a_") in MERGED:
-            assert [op for _, op in after] in ([], ["MERGE"]), (model, done["reason"], after)
-    assert rewritten
 
 
 def write_shop_sources(project: IvmProject) -> None:

@@ -115,15 +115,11 @@ AGG_FULL = (
     "count(*) as __ivm_count, count(*) as __ivm_s0, sum(o.amount) as __ivm_s1, count(o.amount) as __ivm_n1 "
     "from {orders} o join {customers} c on o.customer_id = c.customer_id group by c.region"
 )
-NO_GROUP_BY_FULL = (
-    "select count(*) as n, sum(amount) as revenue, count(*) as __ivm_count, "
-    "count(*) as __ivm_s0, sum(amount) as __ivm_s1, count(amount) as __ivm_n1 from {orders}"
-)
 FULL = {
     "join": JOIN_FULL,
     "agg": AGG_FULL,
-    "agg_no_group_by": NO_GROUP_BY_FULL,
-    "agg_no_group_by_overwrite": NO_GROUP_BY_FULL,
+    "agg_no_group_by": "select count(*) as n, sum(amount) as revenue, count(*) as __ivm_count, "
+    "count(*) as __ivm_s0, sum(amount) as __ivm_s1, count(amount) as __ivm_n1 from {orders}",
     "distinct_mixed": "select customer_id, status, count(*) as __ivm_count from {orders} "
     "group by customer_id, status",
     "minmax_recompute": "select customer_id, max(amount) as top, count(*) as n, customer_id as __ivm_g_0, "
@@ -230,7 +226,7 @@ def case_relations(
     else:
         apply = next(sql for label, sql in golden_statements(case["name"]) if label == "apply")
         # the column list of an INSERT or MERGE, or the select list of a REPLACE WHERE
-        listed = re.search(r"\binsert (?:(?:into|overwrite) \S+ )?\(([^)]*)\)", apply)
+        listed = re.search(r"\binsert (?:into \S+ )?\(([^)]*)\)", apply)
         names = listed or re.search(r"\nselect (.*?) from ", apply)
         assert names, apply
         columns = [c.strip().strip("`") for c in names.group(1).split(",")]
@@ -291,8 +287,7 @@ def test_golden_statements_run_on_delta(spark: SparkSession, case_relations: dic
         assert list(detail["partitionColumns"]) == case.get("partition_by", [])
         assert detail["properties"].get("delta.enableChangeDataFeed") == "true"
         return
-    name = case["name"]
-    writes = name == "join_ins_only" or name.startswith("join_listed") or case.get("overwrite")
+    writes = case["name"] == "join_ins_only" or case["name"].startswith("join_listed")
     assert history[0]["operation"] == ("WRITE" if writes else "MERGE")
 
 

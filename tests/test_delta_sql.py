@@ -162,26 +162,6 @@ CASES: list[dict[str, Any]] = [
         "hidden_types": {"__ivm_s1": "decimal(20,2)"},
         "upstreams": [with_change(ORDERS, old=1, new=True)],
     },
-    # the same changes into small tables, rewritten whole by one INSERT OVERWRITE
-    {
-        "name": "agg_mixed_overwrite",
-        "sql": AGG_SQL,
-        "visible": AGG_VISIBLE,
-        "hidden_types": AGG_TYPES,
-        "overwrite": True,
-        "upstreams": [
-            with_change(ORDERS, old=3, new=True, feed="delta"),
-            with_change(CUSTOMERS, old=1, new=True),
-        ],
-    },
-    {
-        "name": "agg_no_group_by_overwrite",
-        "sql": "select count(*) as n, sum(amount) as revenue from raw.orders",
-        "visible": [["n", "bigint"], ["revenue", "decimal(20,2)"]],
-        "hidden_types": {"__ivm_s1": "decimal(20,2)"},
-        "overwrite": True,
-        "upstreams": [with_change(ORDERS, old=1, new=True)],
-    },
     {
         "name": "distinct_mixed",
         "sql": "select distinct customer_id, status from raw.orders",
@@ -333,13 +313,6 @@ def test_delta_statements(rendered: dict[str, Any], case: dict[str, Any]) -> Non
         predicate = apply.split("\nselect ", 1)[0]
         assert predicate.startswith(f"insert into analytics.{case['name']} replace where (")
         assert "select" not in predicate and "__ivm_" in predicate
-    elif case.get("overwrite"):
-        # the whole table rewritten from itself full-joined with the deltas, keys null-safe
-        assert apply.startswith(f"insert overwrite analytics.{case['name']} (")
-        join = parse(applies[0]).find(exp.Join)
-        assert join.side == "FULL" and (
-            list(join.args["on"].find_all(exp.NullSafeEQ)) or isinstance(join.args["on"], exp.Boolean)
-        )
     else:
         assert apply.startswith("merge into analytics.")
     for up in case["upstreams"]:

@@ -6,8 +6,6 @@
     * join change whose changed keys are all listed as literals: one INSERT ... REPLACE
       WHERE on them, a row key of several columns widened to its key box (see
       _ivm_delta_replaced_slices and _ivm_delta_key_boxes);
-    * aggregate change into a small unpartitioned table: one INSERT OVERWRITE of the whole
-      table (_ivm_delta_overwrites);
     * everything else: one MERGE whose source holds at most one row per target key,
       keys matched null-safely (<=>). Delta rejects DELETE ... WHERE k IN (subquery), so
       rows are deleted by MERGE ... WHEN MATCHED THEN DELETE.
@@ -47,52 +45,6 @@
   {%- do clauses.append('when not matched' ~ (' and __ivm_s.__ivm_count > 0' if keys else '') ~ ' then insert (' ~
       dbt_ivm._ivm_quote_all(inserted | map(attribute='name')) | join(', ') ~ ') values (' ~ inserted | map(attribute='sql') | join(', ') ~ ')') -%}
   {{ return(dbt_ivm._ivm_delta_merge_statement(target, '(\n' ~ change_sql ~ '\n)', on, clauses)) }}
-{% endmacro %}
-
-{#- SQL of the INSERT OVERWRITE that replaces the aggregate MERGE on a small table (see
-    _ivm_delta_overwrites): the table full-joined with the signed deltas per group (keys
-    null-safe), each group the delta names merged as the MERGE would merge it (gone when its
-    count reaches 0, new only with rows), every other row as stored. One pass over the table
-    and one write, where a MERGE first joins the table to find the files it touches and then
-    rewrites them, which in a small table is all of them. -#}
-{% macro ivm_delta_aggregate_overwrite_sql(spec, target, target_columns, change_sql, keys, visible) %}
-  {{ return(adapter.dispatch('ivm_delta_aggregate_overwrite_sql', 'dbt_ivm')(spec, target, target_columns, change_sql, keys, visible)) }}
-{% endmacro %}
-
-{% macro default__ivm_delta_aggregate_overwrite_sql(spec, target, target_columns, change_sql, keys, visible) %}
-  {%- set on = [] -%}
-  {%- for k in dbt_ivm._ivm_quote_all(keys) -%}{%- do on.append('__ivm_t.' ~ k ~ ' <=> __ivm_s.' ~ k) -%}{%- endfor -%}
-  {#- a delta row's count is a sum over its group's change rows: NULL only where the delta
-      has no row (or, without GROUP BY, where no change row passed the query) -#}
-  {%- set merged = dbt_ivm._ivm_aggregate_merged_columns(spec, target_columns, visible, '__ivm_t', '__ivm_s') -%}
-  {%- set columns = [] -%}
-  {%- for c in merged -%}
-    {%- do columns.append('case when __ivm_s.__ivm_count is null then __ivm_t.' ~ dbt_ivm._ivm_quote(c.name) ~ ' else ' ~ c.sql ~ ' end') -%}
-  {%- endfor -%}
-  {%- set sql -%}
-insert overwrite {{ target }} ({{ dbt_ivm._ivm_quote_all(merged | map(attribute='name')) | join(', ') }})
-select {{ columns | join(',\n  ') }}
-from {{ target }} __ivm_t
-full join (
-{{ change_sql }}
-) __ivm_s on {{ on | join(' and ') if on else 'true' }}
-{%- if keys %}
-where __ivm_s.__ivm_count is null
-   or if(__ivm_t.__ivm_count is null, __ivm_s.__ivm_count > 0, __ivm_t.__ivm_count + __ivm_s.__ivm_count <> 0)
-{%- endif -%}
-  {%- endset -%}
-  {{ return(sql) }}
-{% endmacro %}
-
-{#- Whether an aggregate refresh on Delta rewrites its table whole instead of merging into it
-    (stage.delta becomes kind 'overwrite'): the table is unpartitioned, holds at most
-    ivm_overwrite_max_rows rows (rows: its count), and no ivm model reads its change data
-    feed (an overwrite records every row as deleted and inserted again). Measured alone, one
-    pass and one write cost less than a MERGE's two joins up to there: 4 rows 1.7 s against
-    2.5 s, 100,000 rows 1.3 s against 1.5 s. -#}
-{% macro _ivm_delta_overwrites(model, stage, rows, settings) %}
-  {{ return((stage.get('delta') or {}).get('kind') == 'merge' and rows is not none and rows <= settings.overwrite_max_rows
-            and not settings.partition_by and not dbt_ivm._ivm_has_ivm_dependents(model)) }}
 {% endmacro %}
 
 {#- SQL of the MERGE for an aggregate view whose affected groups are recomputed from the
@@ -371,10 +323,6 @@ as {{ build_sql }}
   {%- if d.get('kind') == 'merge' -%}
     {{ return({'sql': dbt_ivm.ivm_delta_aggregate_merge_sql(d.spec, target, target_columns, d.change_sql, d['keys'], d.visible),
                'counts': 'result'}) }}
-  {%- elif d.get('kind') == 'overwrite' -%}
-    {#- returns no counts: the caller logs the rows it replaced and wrote -#}
-    {{ return({'sql': dbt_ivm.ivm_delta_aggregate_overwrite_sql(d.spec, target, target_columns, d.change_sql, d['keys'], d.visible),
-               'counts': none}) }}
   {%- elif d.get('kind') == 'slices' -%}
     {#- a keyed view's slices: the join MERGE with the slice key as the identity -#}
     {{ return({'sql': dbt_ivm.ivm_delta_join_merge_sql(target, target_columns, stage.insert_view, d['keys'], d.affected_view),

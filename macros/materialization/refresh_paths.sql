@@ -296,9 +296,8 @@
   {%- for p in plan if settings.rebuild_above and (p.changed or not delta) -%}
     {%- do sized.append(dbt_ivm._ivm_row_count_pair(p.up.name, p.up.relation)) -%}
   {%- endfor -%}
-  {#- a Delta INSERT returns no row counts, unlike a MERGE: a join-only model's append is counted by the
-      table; an aggregate's size decides whether it is rewritten whole -#}
-  {%- if not delta or spec is none or spec.kind != 'keyed' -%}{%- do sized.append(dbt_ivm._ivm_row_count_pair('.', target)) -%}{%- endif -%}
+  {#- a Delta INSERT returns no row counts, unlike a MERGE: a join-only model's append is counted by the table -#}
+  {%- if not delta or spec is none -%}{%- do sized.append(dbt_ivm._ivm_row_count_pair('.', target)) -%}{%- endif -%}
   {%- if counters or sized -%}
     {#- row counts in the same query (parquet and Delta answer count(*) from metadata): of the
         changed upstreams for the rebuild threshold; on parquet of every upstream for the
@@ -380,10 +379,6 @@
     {%- set stage = dbt_ivm._ivm_stage_aggregate_changes(spec, target, target_columns, plan, nv.old > 0,
         settings.partition_by | length > 0, inputs.edges, not delta) -%}
   {%- endif -%}
-  {%- if delta and dbt_ivm._ivm_delta_overwrites(model, stage, sizes.get('.'), settings) -%}
-    {%- do stage.delta.update({'kind': 'overwrite'}) -%}
-    {%- do stage.update({'reason': stage.reason ~ ', the table (' ~ sizes['.'] ~ ' rows) rewritten whole'}) -%}
-  {%- endif -%}
   {%- set steps = [] -%}
   {%- for p in changed if change_rows[p.up.name] > 0 or state.repair -%}
     {%- set does = (['DEL'] if p.old > 0 or state.repair else []) + (['INS'] if p.has_new else []) -%}
@@ -410,9 +405,6 @@
     {%- set rows = dbt_ivm.ivm_apply_delta(target, target_columns, stage, plan, state.repair is not none) -%}
     {%- if rows.inserted is not none -%}
       {%- do counted.update({'rows_deleted': rows.deleted, 'rows_inserted': rows.inserted}) -%}
-    {%- elif (stage.get('delta') or {}).get('kind') == 'overwrite' -%}
-      {%- do counted.update({'rows_deleted': sizes['.']}) -%}
-      {%- do entry.sql.update({'rows_inserted': '(select count(*) from ' ~ target ~ ')'}) -%}
     {%- endif -%}
   {%- elif not stage.rewrite -%}
     {%- do dbt_ivm.ivm_apply_append(target, columns, stage.insert_view) -%}

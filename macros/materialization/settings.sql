@@ -43,12 +43,6 @@
         "': ivm_compact_log_above must be a whole number of refresh log partitions above 0 (e.g. 64) or false to never compact "
             "the model's refresh log history, got '" ~ compact_log_above ~ "'.") }}
   {%- endif -%}
-  {%- set overwrite_rows = dbt_ivm._ivm_config('ivm_overwrite_max_rows', 100000) -%}
-  {%- if overwrite_rows is not false and (overwrite_rows is sameas true or overwrite_rows is not integer or overwrite_rows < 0) -%}
-    {{ exceptions.raise_compiler_error("Model '" ~ model.name ~
-        "': ivm_overwrite_max_rows must be a whole number of rows (0 or more, e.g. 100000) or false to always MERGE into "
-            "a Delta aggregate table, got '" ~ overwrite_rows ~ "'.") }}
-  {%- endif -%}
   {#- the model's row key, as dbt's incremental models name it: keys the slices of the keyed path -#}
   {%- set unique_key = config.get('unique_key') -%}
   {%- set unique_key = [unique_key] if unique_key is string else unique_key -%}
@@ -66,8 +60,7 @@
   {%- do settings.update({'unique_key': unique_key | map('lower') | list if unique_key else none,
                           'on_unsupported': on_unsupported, 'partition_by': partition_by | map('lower') | list,
                           'rebuild_above': rebuild_above or none, 'file_format': file_format,
-                          'on_change_feed_error': on_feed_error, 'compact_log_above': compact_log_above or none,
-                          'overwrite_max_rows': -1 if overwrite_rows is false else overwrite_rows}) -%}
+                          'on_change_feed_error': on_feed_error, 'compact_log_above': compact_log_above or none}) -%}
   {%- do settings.update(dbt_ivm._ivm_table_settings(model, file_format, partition_by)) -%}
   {{ return(settings) }}
 {% endmacro %}

@@ -61,8 +61,6 @@
       {%- set stage = dbt_ivm._ivm_stage_aggregate_changes(spec, target, target_columns, plan, has_deletes, false,
           dbt_ivm._ivm_join_edges(analysis.parsed)) -%}
       {%- set full_template = spec.full -%}
-      {#- a small aggregate table rewritten whole (see _ivm_delta_overwrites) -#}
-      {%- if case.get('overwrite') -%}{%- do stage.delta.update({'kind': 'overwrite'}) -%}{%- endif -%}
     {%- endif -%}
     {%- if case.get('full') -%}
       {%- set relations = {} -%}
