@@ -40,6 +40,13 @@ MODELS = {
         from {ORDERS} o
         group by o.grp
         """,
+    # no GROUP BY, and a WHERE that a change can miss entirely
+    "big_total": f"""\
+        {{{{ config(materialized='ivm') }}}}
+        select count(*) as n, sum(o.v) as total
+        from {ORDERS} o
+        where o.v > 3
+        """,
 }
 
 
@@ -179,3 +186,22 @@ def test_unaliased_items_are_named_as_in_a_table_model(shop: tuple[IvmProject, C
     project.run("--select", "unaliased")
     assert project.last_refresh("unaliased")["path"] == "incremental"
     assert not project.differences("unaliased")
+
+
+def test_a_change_that_no_row_of_it_passes_keeps_the_row_count(
+    shop: tuple[IvmProject, ChangeLoggedTable],
+) -> None:
+    """Without GROUP BY the signed delta is one row even when no change row passes the WHERE:
+    its count is then NULL, and the stored row count (hidden, __ivm_count) stays what it was
+    instead of becoming NULL. The rule is one macro for parquet and Delta."""
+    project, orders = shop
+    project.run("--select", "big_total")
+    orders.apply([Op("insert", {"id": 30, "grp": "a", "v": Decimal("1.00")})])
+    project.run("--select", "big_total")
+    orders.apply([Op("insert", {"id": 31, "grp": "a", "v": Decimal("9.00")})])
+    project.run("--select", "big_total")
+    assert project.last_refresh("big_total")["path"] == "incremental"
+    passing = project.spark.sql(f"select count(*) from {project.raw}.orders where v > 3").first()[0]
+    stored = project.spark.sql(f"select __ivm_count from {project.schema}.big_total").collect()
+    assert [r[0] for r in stored] == [passing]
+    assert not project.differences("big_total")

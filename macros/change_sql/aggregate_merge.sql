@@ -113,7 +113,8 @@ left join {{ target }} __ivm_t on {{ on | join(' and ') if on else 'true' }}
 {% macro _ivm_aggregate_merged_columns(spec, target_columns, visible, old, new) %}
   {%- set types = {} -%}
   {%- for c in target_columns -%}{%- do types.update({c.name | lower: c.data_type}) -%}{%- endfor -%}
-  {%- set states = {'__ivm_count': ('coalesce(' ~ old ~ '.__ivm_count, 0) + ' if old else '') ~ new ~ '.__ivm_count'} -%}
+  {#- without GROUP BY the delta's one row has a NULL count when no change row passes the query -#}
+  {%- set states = {'__ivm_count': ('coalesce(' ~ old ~ '.__ivm_count, 0) + ' if old else '') ~ 'coalesce(' ~ new ~ '.__ivm_count, 0)'} -%}
   {%- for st in spec.states -%}
     {%- set n = st.name -%}
     {%- if st.merge == 'add' -%}

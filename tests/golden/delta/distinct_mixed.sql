@@ -46,5 +46,5 @@ group by `customer_id`, `status`
 ) __ivm_s
 on __ivm_t.`customer_id` <=> __ivm_s.`customer_id` and __ivm_t.`status` <=> __ivm_s.`status` and __ivm_t.__ivm_count is not null
 when matched and __ivm_t.__ivm_count + __ivm_s.__ivm_count = 0 then delete
-when matched then update set __ivm_t.`__ivm_count` = coalesce(__ivm_t.__ivm_count, 0) + __ivm_s.__ivm_count
-when not matched and __ivm_s.__ivm_count > 0 then insert (`customer_id`, `status`, `__ivm_count`) values (__ivm_s.`customer_id`, __ivm_s.`status`, __ivm_s.__ivm_count)
+when matched then update set __ivm_t.`__ivm_count` = coalesce(__ivm_t.__ivm_count, 0) + coalesce(__ivm_s.__ivm_count, 0)
+when not matched and __ivm_s.__ivm_count > 0 then insert (`customer_id`, `status`, `__ivm_count`) values (__ivm_s.`customer_id`, __ivm_s.`status`, coalesce(__ivm_s.__ivm_count, 0))
