@@ -498,8 +498,9 @@
 {% macro _ivm_typed_literals(values, dtype) %}
   {%- set t = (dtype or '') | lower | trim -%}
   {%- set suffix = dbt_ivm._ivm_integer_suffixes().get(t) -%}
-  {%- set plain = '-?[0-9]+' if suffix is not none else ('[0-9]{4}-[0-9]{2}-[0-9]{2}' if t == 'date' else none) -%}
-  {%- set head, tail = ('', suffix) if suffix is not none else ("date'", "'") -%}
+  {#- a plain value's pattern, and what its typed literal writes before and after it -#}
+  {%- set plain, head, tail = ('-?[0-9]+', '', suffix) if suffix is not none
+      else (('[0-9]{4}-[0-9]{2}-[0-9]{2}', "date'", "'") if t == 'date' else (none, '', '')) -%}
   {%- if plain and none not in values and modules.re.fullmatch('(?:' ~ plain ~ ')(?:\n(?:' ~ plain ~ '))*', values | join('\n')) -%}
     {%- set out = (head ~ values | join(tail ~ '\n' ~ head) ~ tail).split('\n') -%}
     {#- a value holding a line break is no plain value: then the lines outnumber the values -#}
