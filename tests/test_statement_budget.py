@@ -65,14 +65,14 @@ MODELS = ("by_region", "order_regions", "customer_totals", "regional_orders")
 # the write committed, the lease the crash held is listed, and versions and state are read again.
 BUDGET = {
     ("parquet", "no-op"): (2, 2, 2, 2),
-    ("parquet", "incremental"): (11, 9, 13, 11),
+    ("parquet", "incremental"): (11, 9, 11, 11),
     ("delta", "no-op"): (4, 4, 4, 4),
     ("delta", "incremental"): (14, 15, 15, 15),
     ("parquet", "insert-only"): (11, 8, 8, 11),
     ("delta", "insert-only"): (14, 14, 14, 15),
     ("parquet", "full"): (15, 14, 12, 15),
     ("delta", "full"): (17, 17, 17, 18),
-    ("parquet", "repair"): (15, 9, 13, 11),
+    ("parquet", "repair"): (15, 9, 11, 11),
     ("delta", "repair"): (22, 23, 23, 23),
 }
 COLUMN = {"by_region": 0, "order_regions": 1, "regional_orders": 2, "customer_totals": 3}

@@ -123,8 +123,8 @@ select {{ cols | join(', ') }} from {{ insert_view }}
     cached first (read twice: their partitions, then the overwrite). Returns {'deleted'}. -#}
 {% macro _ivm_rewrite_partitions(target, target_columns, insert_view, predicates, partition_by) %}
   {%- set cached = '__ivm_' ~ modules.re.sub('[^A-Za-z0-9_]', '_', target.identifier) ~ '_ins' -%}
-  {%- do run_query('create or replace temporary view ' ~ cached ~ ' as select * from ' ~ insert_view ~ ' __ivm_i') -%}
-  {%- do run_query('cache lazy table ' ~ cached) -%}
+  {#- a temporary view cached on first read: the change it holds is evaluated once -#}
+  {%- do run_query('cache lazy table ' ~ cached ~ ' as select * from ' ~ insert_view ~ ' __ivm_i') -%}
   {%- set insert_view = cached -%}
   {%- set pcols = dbt_ivm._ivm_quote_all(partition_by) -%}
   {%- set columns = target_columns | map(attribute='name') | list -%}
@@ -132,10 +132,14 @@ select {{ cols | join(', ') }} from {{ insert_view }}
   {%- for c in target_columns -%}{%- do types.update({c.name | lower: c.data_type}) -%}{%- endfor -%}
   {%- set as_text = [] -%}
   {%- for c in pcols -%}{%- do as_text.append('cast(__ivm_v.' ~ c ~ ' as string)') -%}{%- endfor -%}
-  {%- set losing = run_query('select ' ~ as_text | join(', ') ~ ', count(*), count_if(' ~ predicates.flag ~ ') from ' ~ target ~ ' __ivm_v '
-      ~ predicates.joins | join(' ') ~ ' group by ' ~ as_text | join(', ') ~ ' having count_if(' ~ predicates.flag ~ ') > 0').rows -%}
-  {%- set gaining = run_query('select distinct ' ~ as_text | join(', ') ~ ' from ' ~ insert_view ~ ' __ivm_v').rows -%}
+  {#- one statement: the partitions that lose rows (their rows, and those they lose), then those that gain -#}
+  {%- set found = run_query('select ' ~ as_text | join(', ') ~ ', count(*), count_if(' ~ predicates.flag ~ '), false from ' ~ target
+      ~ ' __ivm_v ' ~ predicates.joins | join(' ') ~ ' group by ' ~ as_text | join(', ') ~ ' having count_if(' ~ predicates.flag ~ ') > 0'
+      ~ ' union all select distinct ' ~ as_text | join(', ') ~ ', cast(null as bigint), cast(null as bigint), true from ' ~ insert_view
+      ~ ' __ivm_v').rows -%}
   {%- set n = pcols | length -%}
+  {%- set losing = found | rejectattr(n + 2) | list -%}
+  {%- set gaining = found | selectattr(n + 2) | list -%}
   {%- set gained = [] -%}
   {%- for r in gaining -%}{%- do gained.append(tojson(r[:n] | list)) -%}{%- endfor -%}
   {%- set affected = {} -%}
