@@ -133,10 +133,10 @@ select {{ cols | join(', ') }} from {{ insert_view }}
   {%- set as_text = [] -%}
   {%- for c in pcols -%}{%- do as_text.append('cast(__ivm_v.' ~ c ~ ' as string)') -%}{%- endfor -%}
   {#- one statement: the partitions that lose rows (their rows, and those they lose), then those that gain -#}
-  {%- set found = run_query('select ' ~ as_text | join(', ') ~ ', count(*), count_if(' ~ predicates.flag ~ '), false from ' ~ target
-      ~ ' __ivm_v ' ~ predicates.joins | join(' ') ~ ' group by ' ~ as_text | join(', ') ~ ' having count_if(' ~ predicates.flag ~ ') > 0'
-      ~ ' union all select distinct ' ~ as_text | join(', ') ~ ', cast(null as bigint), cast(null as bigint), true from ' ~ insert_view
-      ~ ' __ivm_v').rows -%}
+  {%- set parts = as_text | join(', ') -%}
+  {%- set found = run_query('select ' ~ parts ~ ', count(*), count_if(' ~ predicates.flag ~ '), false from ' ~ target ~ ' __ivm_v '
+      ~ predicates.joins | join(' ') ~ ' group by ' ~ parts ~ ' having count_if(' ~ predicates.flag ~ ') > 0'
+      ~ ' union all select distinct ' ~ parts ~ ', cast(null as bigint), cast(null as bigint), true from ' ~ insert_view ~ ' __ivm_v').rows -%}
   {%- set n = pcols | length -%}
   {%- set losing = found | rejectattr(n + 2) | list -%}
   {%- set gaining = found | selectattr(n + 2) | list -%}
