@@ -51,7 +51,7 @@ def timed_run(
     """`dbt run --select model`, and what Spark did for it when the session's UI is on."""
     start = profile.mark() if profile else None
     outcome = project.run(model)
-    return outcome, (profile.since(start) if profile and start else None)
+    return outcome, (profile.since(start, outcome.statements) if profile and start else None)
 
 
 def measure_refresh(

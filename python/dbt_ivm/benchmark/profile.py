@@ -9,7 +9,10 @@ from __future__ import annotations
 import json
 import time
 import urllib.request
+from bisect import bisect_right
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
+from datetime import datetime
 from typing import Any
 
 MB = 1024 * 1024
@@ -64,9 +67,11 @@ class SparkProfile:
     def mark(self) -> Mark:
         return self._mark(*self._read())
 
-    def since(self, start: Mark) -> dict[str, Any]:
-        """SQL executions, jobs, thousands of rows read and MB shuffled since `start`, and
-        the slowest executions (seconds, jobs, Spark's description)."""
+    def since(self, start: Mark, statements: Sequence[tuple[float, str]] = ()) -> dict[str, Any]:
+        """SQL executions, jobs, thousands of rows read and MB shuffled since `start`, the
+        slowest executions (seconds, jobs, Spark's description) and, given the statements
+        dbt sent meanwhile (epoch seconds, SQL), what each of them cost (see by_statement)."""
+        ended = time.time()
         executions, jobs, stages = self._read()
         end = self._mark(executions, jobs, stages)
         new = [s for s in stages if int(s["stageId"]) > start.stage]
@@ -78,8 +83,63 @@ class SparkProfile:
                 read_k_rows=round(sum(int(s.get("inputRecords", 0)) for s in new) / 1000, 1),
                 shuffled_mb=round(sum(int(s.get("shuffleReadBytes", 0)) for s in new) / MB, 1),
                 slowest=[_slow(e) for e in sorted(ran, key=lambda e: -int(e.get("duration", 0)))[:SLOWEST]],
+                statements=by_statement(statements, ran, jobs, new, ended),
             )
         )
+
+
+def by_statement(
+    statements: Sequence[tuple[float, str]],
+    executions: list[Any],
+    jobs: list[Any],
+    stages: list[Any],
+    ended: float,
+) -> list[dict[str, Any]]:
+    """Per statement dbt sent, in order: its SQL's start, the seconds until the next one (or
+    `ended`), and the SQL executions Spark submitted in that time (a MERGE runs several), their
+    jobs and the thousands of rows their stages read. An execution belongs to the latest
+    statement sent before it was submitted: dbt sends one statement at a time per model."""
+    sent = [t for t, _ in statements]
+    job_stages = {int(j["jobId"]): [int(i) for i in j.get("stageIds", [])] for j in jobs}
+    stage_rows: dict[int, int] = {}
+    for stage in stages:
+        sid = int(stage["stageId"])
+        stage_rows[sid] = max(stage_rows.get(sid, 0), int(stage.get("inputRecords", 0)))
+    rows: list[dict[str, Any]] = []
+    for i, (t, sql) in enumerate(statements):
+        until = sent[i + 1] if i + 1 < len(sent) else ended
+        rows.append({"sql": statement_head(sql), "s": round(until - t, 2), "executions": 0, "jobs": 0})
+    read: list[set[int]] = [set() for _ in rows]
+    for e in executions:
+        i = bisect_right(sent, _epoch(str(e.get("submissionTime", "")))) - 1
+        if i < 0:
+            continue
+        ids = [int(j) for key in ("successJobIds", "failedJobIds", "runningJobIds") for j in e.get(key, [])]
+        rows[i]["executions"] += 1
+        rows[i]["jobs"] += len(ids)
+        read[i].update(s for j in ids for s in job_stages.get(j, []))
+    for row, ran in zip(rows, read, strict=True):
+        row["read_k_rows"] = round(sum(stage_rows.get(s, 0) for s in ran) / 1000, 1)
+    return rows
+
+
+HEAD = 90
+
+
+def statement_head(sql: str) -> str:
+    """A statement as the report names it: its first words, after dbt's query comment."""
+    text = " ".join(sql.split())
+    if text.startswith("/*") and "*/" in text:
+        text = text[text.index("*/") + 2 :].lstrip()
+    return text if len(text) <= HEAD else text[: HEAD - 3] + "..."
+
+
+def _epoch(submitted: str) -> float:
+    """Seconds since the epoch of the UI's submissionTime, e.g. 2026-12-06T03:05:02.123GMT."""
+    try:
+        return datetime.strptime(submitted.replace("GMT", "+0000"), "%Y-%m-%dT%H:%M:%S.%f%z").timestamp()
+    except ValueError:
+        return float("-inf")
 
 
 SLOWEST = 8
@@ -101,3 +161,4 @@ class Usage:
     read_k_rows: float
     shuffled_mb: float
     slowest: list[dict[str, Any]]
+    statements: list[dict[str, Any]]

@@ -29,6 +29,8 @@ class RunOutcome:
     error: str | None
     # the ivm refresh found nothing changed (it writes no refresh log row)
     noop: bool = False
+    # every statement dbt sent, in order: (epoch seconds when sent, its SQL)
+    statements: tuple[tuple[float, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -131,10 +133,13 @@ class BenchProject:
     def run(self, model: str, *flags: str) -> RunOutcome:
         noop = f"dbt_ivm: {model}: no-op (no upstream changes)"
         said: list[str] = []
+        sent: list[tuple[float, str]] = []
 
         def listen(msg: EventMsg) -> None:
             if msg.info.name == "JinjaLogInfo" and msg.info.msg.startswith(noop):
                 said.append(msg.info.msg)
+            elif msg.info.name == "SQLQuery":
+                sent.append((time.time(), msg.data.sql))
 
         began = time.perf_counter()
         result = self.dbt.invoke("run", "--quiet", "--select", model, *flags, check=False, callbacks=[listen])
@@ -142,7 +147,7 @@ class BenchProject:
         results = getattr(result.result, "results", None) or []
         node_s = float(results[0].execution_time) if results else None
         error = None if result.success else failure_text(result)
-        return RunOutcome(wall, node_s, error, bool(said))
+        return RunOutcome(wall, node_s, error, bool(said), tuple(sent))
 
     def last_refresh(self, model: str) -> dict[str, Any] | None:
         """The latest refresh-log row of an ivm model, or None."""

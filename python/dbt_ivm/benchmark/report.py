@@ -6,8 +6,9 @@ from __future__ import annotations
 import json
 from dataclasses import asdict
 from pathlib import Path
+from typing import Any
 
-from dbt_ivm.benchmark.results import PHASES, BenchResult, Point, median, percent, points
+from dbt_ivm.benchmark.results import PHASES, BenchResult, Point, Sample, median, percent, points
 from dbt_ivm.benchmark.workloads import SMALL_MODEL, SMALL_ROWS, WORKLOADS
 
 JSON_FILE, MARKDOWN_FILE, PLOT_FILE = "results.json", "results.md", "plot.png"
@@ -76,6 +77,7 @@ def markdown(result: BenchResult) -> str:
         if chosen:
             lines += [f"## {workload.title}", "", *_point_table(chosen), ""]
     lines += _profiles(all_points)
+    lines += _statements(all_points)
     lines += _hand(all_points)
     lines += _crossovers(all_points)
     if result.catch_up:
@@ -140,6 +142,49 @@ def _profiles(all_points: list[Point]) -> list[str]:
             f"| {p.workload} | {p.locality} | {p.kind} | {percent(p.fraction)} "
             f"| {_usage(p, 'refresh_profile')} | {_usage(p, 'rebuild_profile')} |"
         )
+    return [*lines, ""]
+
+
+def _statements(all_points: list[Point]) -> list[str]:
+    """Each workload's refresh at its first point whose refreshes the UI recorded, statement
+    by statement: the repetition whose refresh took the median time among them."""
+    lines: list[str] = []
+    for name in WORKLOADS:
+        ours = [p for p in all_points if p.workload == name]
+        for p in sorted(ours, key=lambda p: (p.fraction, p.locality, p.kind)):
+            runs = sorted((s for s in p.samples if _sent(s)), key=lambda s: s.refresh_s or 0.0)
+            if runs:
+                lines += _statement_table(p, runs[(len(runs) - 1) // 2])
+                break
+    if not lines:
+        return []
+    return [
+        "## Statements of a refresh",
+        "",
+        "Every statement dbt sent during one `dbt run` of the ivm model, in order (its hooks",
+        "included): the seconds until the next statement was sent, and the SQL executions Spark",
+        "submitted meanwhile, their jobs and the thousands of rows their stages read.",
+        "",
+        *lines,
+    ]
+
+
+def _sent(sample: Sample) -> list[dict[str, Any]]:
+    return list((sample.refresh_profile or {}).get("statements") or [])
+
+
+def _statement_table(p: Point, sample: Sample) -> list[str]:
+    lines = [
+        f"### {p.workload}, {p.locality} {p.kind} {percent(p.fraction)}, repetition {sample.rep + 1}: "
+        f"refresh {_s(sample.refresh_s)} s ({sample.path or 'failed'})",
+        "",
+        "| # | statement | s | executions | jobs | k rows read |",
+        "|---|---|---|---|---|---|",
+    ]
+    for i, row in enumerate(_sent(sample), start=1):
+        sql = str(row["sql"]).replace("`", "").replace("|", "\\|")
+        cost = f"{row['s']:.2f} | {row['executions']} | {row['jobs']} | {row['read_k_rows']:g}"
+        lines.append(f"| {i} | {sql} | {cost} |")
     return [*lines, ""]
 
 
