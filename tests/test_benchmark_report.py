@@ -108,7 +108,7 @@ def test_each_execution_is_charged_to_the_statement_sent_before_it() -> None:
 
 def test_the_report_lists_the_median_refresh_statement_by_statement() -> None:
     samples = []
-    for rep, seconds in enumerate((9.0, 3.0, 5.0)):
+    for rep, seconds in enumerate((9.0, 3.0, 5.0), start=1):
         sample = Sample("w1", "uniform", "mixed", 0.0001, rep, {})
         sample.refresh_s, sample.rebuild_s, sample.path = seconds, 20.0, "incremental"
         rows = by_statement([(100.0, f"select {rep} | x"), *SENT[1:]], EXECUTIONS, JOBS, STAGES, 104.5)
@@ -119,6 +119,6 @@ def test_the_report_lists_the_median_refresh_statement_by_statement() -> None:
     section = report[report.index("## Statements of a refresh") :]
     # the median of 3.0, 5.0 and 9.0 s: the third repetition; SQL without backticks, pipes escaped
     assert "### w1, uniform mixed 0.01%, repetition 3: refresh 5.00 s (incremental)" in section
-    assert "| 1 | select 2 \\| x | 1.00 | 1 | 1 | 0.5 |" in section
+    assert "| 1 | select 3 \\| x | 1.00 | 1 | 1 | 0.5 |" in section
     merge = "merge into t using (select k from s) on k = 1 when matched then delete"
     assert f"| 2 | {merge} | 3.50 | 2 | 3 | 4.5 |" in section

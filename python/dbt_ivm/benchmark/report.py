@@ -175,7 +175,7 @@ def _sent(sample: Sample) -> list[dict[str, Any]]:
 
 def _statement_table(p: Point, sample: Sample) -> list[str]:
     lines = [
-        f"### {p.workload}, {p.locality} {p.kind} {percent(p.fraction)}, repetition {sample.rep + 1}: "
+        f"### {p.workload}, {p.locality} {p.kind} {percent(p.fraction)}, repetition {sample.rep}: "
         f"refresh {_s(sample.refresh_s)} s ({sample.path or 'failed'})",
         "",
         "| # | statement | s | executions | jobs | k rows read |",
