@@ -159,15 +159,17 @@ def test_incremental_refresh(shop) -> None:
     customers.apply([Op("update", {"customer_id": 2, "region": "r1"})])
     sent = statements(project, fmt)
     check(project, fmt, "incremental", sent)
+    # customer 2's orders (2, 5, 8, 11, 14, 17) go, and come back with order 5 moved to customer 1
+    # (on parquet the partitioned join counts them in the query that finds its partitions)
+    for model in ("order_regions", "regional_orders"):
+        refresh = project.last_refresh(model)
+        assert (refresh["rows_deleted"], refresh["rows_inserted"]) == (6, 6), refresh
     if fmt == "delta":
-        # every changed key listed: the joins replace their slices in one REPLACE WHERE, no MERGE;
-        # customer 2's orders (2, 5, 8, 11, 14, 17) go, and come back with order 5 moved to customer 1
+        # every changed key listed: the joins replace their slices in one REPLACE WHERE, no MERGE
         for model in ("order_regions", "regional_orders"):
             replace = f"insert into {project.schema}.{model} replace where"
             replaces = [s for s in sent[model] if s.startswith(replace)]
             assert len(replaces) == 1 and not [s for s in sent[model] if s.startswith("merge")], sent[model]
-            refresh = project.last_refresh(model)
-            assert (refresh["rows_deleted"], refresh["rows_inserted"]) == (6, 6), refresh
     if fmt == "parquet":
         for model in MODELS:
             assert not [s for s in sent[model] if s.startswith("describe")], sent[model]

@@ -120,7 +120,8 @@ select {{ cols | join(', ') }} from {{ insert_view }}
 
 {#- Partitioned table: overwrite only the partitions that lose or gain rows, then drop the
     ones left empty (dynamic overwrite never empties a partition). The rows to insert are
-    cached first (read twice: their partitions, then the overwrite). Returns {'deleted'}. -#}
+    cached first (read twice: their partitions, then the overwrite). Returns {'deleted',
+    'inserted'}: the rows the affected partitions lose, and the rows written into them. -#}
 {% macro _ivm_rewrite_partitions(target, target_columns, insert_view, predicates, partition_by) %}
   {%- set cached = '__ivm_' ~ modules.re.sub('[^A-Za-z0-9_]', '_', target.identifier) ~ '_ins' -%}
   {#- a temporary view cached on first read: the change it holds is evaluated once -#}
@@ -132,11 +133,11 @@ select {{ cols | join(', ') }} from {{ insert_view }}
   {%- for c in target_columns -%}{%- do types.update({c.name | lower: c.data_type}) -%}{%- endfor -%}
   {%- set as_text = [] -%}
   {%- for c in pcols -%}{%- do as_text.append('cast(__ivm_v.' ~ c ~ ' as string)') -%}{%- endfor -%}
-  {#- one statement: the partitions that lose rows (their rows, and those they lose), then those that gain -#}
+  {#- one statement: the partitions that lose rows (their rows, and those they lose), then those that gain (the rows they gain) -#}
   {%- set parts = as_text | join(', ') -%}
   {%- set found = run_query('select ' ~ parts ~ ', count(*), count_if(' ~ predicates.flag ~ '), false from ' ~ target ~ ' __ivm_v '
       ~ predicates.joins | join(' ') ~ ' group by ' ~ parts ~ ' having count_if(' ~ predicates.flag ~ ') > 0'
-      ~ ' union all select distinct ' ~ parts ~ ', cast(null as bigint), cast(null as bigint), true from ' ~ insert_view ~ ' __ivm_v').rows -%}
+      ~ ' union all select ' ~ parts ~ ', count(*), cast(null as bigint), true from ' ~ insert_view ~ ' __ivm_v group by ' ~ parts).rows -%}
   {%- set n = pcols | length -%}
   {%- set losing = found | rejectattr(n + 2) | list -%}
   {%- set gaining = found | selectattr(n + 2) | list -%}
@@ -144,7 +145,8 @@ select {{ cols | join(', ') }} from {{ insert_view }}
   {%- for r in gaining -%}{%- do gained.append(tojson(r[:n] | list)) -%}{%- endfor -%}
   {%- set affected = {} -%}
   {%- set emptied = [] -%}
-  {%- set ns = namespace(deleted=0) -%}
+  {%- set ns = namespace(deleted=0, inserted=0) -%}
+  {%- for r in gaining -%}{%- set ns.inserted = ns.inserted + r[n] -%}{%- endfor -%}
   {%- for r in (losing | list) + (gaining | list) -%}
     {%- set values = r[:n] | list -%}
     {%- do affected.update({tojson(values): values}) -%}
@@ -162,7 +164,7 @@ select {{ cols | join(', ') }} from {{ insert_view }}
     {#- the changed keys have no rows in the table and nothing is inserted -#}
     {%- call statement('main') -%}select 'no rows affected' as dbt_ivm_refresh{%- endcall -%}
     {%- do run_query('drop view ' ~ cached) -%}
-    {{ return({'deleted': 0}) }}
+    {{ return({'deleted': 0, 'inserted': 0}) }}
   {%- endif -%}
   {%- set in_affected = [] -%}
   {%- for values in affected.values() -%}
@@ -174,5 +176,5 @@ select {{ cols | join(', ') }} from {{ insert_view }}
   {%- endfor -%}
   {%- do dbt_ivm.ivm_apply_partition_rewrite(target, columns, insert_view, predicates, '(' ~ in_affected | join(' or ') ~ ')', emptied) -%}
   {%- do run_query('drop view ' ~ cached) -%}
-  {{ return({'deleted': ns.deleted}) }}
+  {{ return({'deleted': ns.deleted, 'inserted': ns.inserted}) }}
 {% endmacro %}

@@ -410,8 +410,7 @@
     {%- do dbt_ivm.ivm_apply_append(target, columns, stage.insert_view) -%}
   {%- elif settings.partition_by -%}
     {%- set rows = dbt_ivm._ivm_rewrite_partitions(target, target_columns, stage.insert_view, stage.predicates, settings.partition_by) -%}
-    {%- do counted.update({'rows_deleted': rows.deleted}) -%}
-    {%- do entry.sql.update({'rows_inserted': '(select count(*) from ' ~ target ~ ') - ' ~ (sizes['.'] - rows.deleted)}) -%}
+    {%- do counted.update({'rows_deleted': rows.deleted, 'rows_inserted': rows.inserted}) -%}
   {%- else -%}
     {%- set previous = dbt_ivm.ivm_apply_rewrite(target, columns, stage.insert_view, stage.predicates, described) -%}
     {%- if stage.get('counts') -%}
