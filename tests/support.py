@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from pyspark.sql import SparkSession
 
 from dbt_ivm.changelog import ChangeLoggedTable, DeltaFeedTable, Op, Row
-from dbt_ivm.runner import DbtProject, failure_text
+from dbt_ivm.runner import DbtProject, failure_text, sent_sql
 
 # Spark settings of every test session (embedded, thrift server, kill-campaign children).
 # Test tables hold a few rows, so a session's CPU goes to planning and compiling, not data:
@@ -149,10 +149,7 @@ class IvmProject:
 
         def listen(msg: Any) -> None:
             if msg.info.name == "SQLQuery":
-                text = msg.data.sql.strip()
-                if text.startswith("/*"):  # dbt's query comment
-                    text = text.split("*/", 1)[1]
-                sent.setdefault(msg.data.node_info.node_name, []).append(" ".join(text.split()))
+                sent.setdefault(msg.data.node_info.node_name, []).append(sent_sql(msg.data.sql))
 
         self.invoke("run", *args, callbacks=[listen])
         return sent

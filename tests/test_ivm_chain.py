@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 
 from dbt_ivm.changelog import Op
 from dbt_ivm.explain.manifest import parse_manifest
+from dbt_ivm.runner import sent_sql
 from tests.manifests import ManifestBuilder
 from tests.support import (
     IvmProject,
@@ -167,8 +168,7 @@ def test_delta_refresh_reads_each_history_once(delta_chain: tuple[IvmProject, Ra
 
     def record(msg: Any) -> None:
         if msg.info.name == "SQLQuery" and msg.data.node_info.node_name in CHAIN:
-            text = " ".join(msg.data.sql.lower().split())
-            sent.setdefault(msg.data.node_info.node_name, []).append(text[text.find("*/") + 2 :].strip())
+            sent.setdefault(msg.data.node_info.node_name, []).append(sent_sql(msg.data.sql).lower())
 
     project.dbt.invoke("run", callbacks=[record])
     paths = {m: (project.last_refresh(m)["path"], project.last_refresh(m)["reason"]) for m in CHAIN}

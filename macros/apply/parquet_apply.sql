@@ -142,11 +142,13 @@ select {{ cols | join(', ') }} from {{ insert_view }}
   {%- set losing = found | rejectattr(n + 2) | list -%}
   {%- set gaining = found | selectattr(n + 2) | list -%}
   {%- set gained = [] -%}
-  {%- for r in gaining -%}{%- do gained.append(tojson(r[:n] | list)) -%}{%- endfor -%}
+  {%- set ns = namespace(deleted=0, inserted=0) -%}
+  {%- for r in gaining -%}
+    {%- do gained.append(tojson(r[:n] | list)) -%}
+    {%- set ns.inserted = ns.inserted + r[n] -%}
+  {%- endfor -%}
   {%- set affected = {} -%}
   {%- set emptied = [] -%}
-  {%- set ns = namespace(deleted=0, inserted=0) -%}
-  {%- for r in gaining -%}{%- set ns.inserted = ns.inserted + r[n] -%}{%- endfor -%}
   {%- for r in (losing | list) + (gaining | list) -%}
     {%- set values = r[:n] | list -%}
     {%- do affected.update({tojson(values): values}) -%}

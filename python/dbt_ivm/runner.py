@@ -44,3 +44,12 @@ def failure_text(result: dbtRunnerResult) -> str:
         if str(node_result.status) in ("error", "fail", "runtime error"):
             messages.append(f"{node_result.node.name}: {node_result.message}")
     return "\n".join(messages) or "unknown failure"
+
+
+def sent_sql(sql: str) -> str:
+    """A statement as dbt sent it (an SQLQuery event's sql), without dbt's leading query
+    comment and with its whitespace collapsed."""
+    text = sql.strip()
+    if text.startswith("/*") and "*/" in text:
+        text = text.split("*/", 1)[1]
+    return " ".join(text.split())

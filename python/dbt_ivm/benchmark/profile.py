@@ -15,6 +15,8 @@ from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import Any
 
+from dbt_ivm.runner import sent_sql
+
 MB = 1024 * 1024
 
 
@@ -128,9 +130,7 @@ HEAD = 90
 
 def statement_head(sql: str) -> str:
     """A statement as the report names it: its first words, after dbt's query comment."""
-    text = " ".join(sql.split())
-    if text.startswith("/*") and "*/" in text:
-        text = text[text.index("*/") + 2 :].lstrip()
+    text = sent_sql(sql)
     return text if len(text) <= HEAD else text[: HEAD - 3] + "..."
 
 
