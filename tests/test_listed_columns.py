@@ -60,6 +60,24 @@ def test_anything_else_is_described(text: str | None) -> None:
     assert listing_columns(text) is None
 
 
+def test_nested_columns_by_name() -> None:
+    """With nested, a map, struct or array column is listed with the tree's word for its type
+    (the refresh log's maps); its fields are not columns."""
+    text = PLAIN + (
+        " |-- versions: map (nullable = true)\n"
+        " |    |-- key: string\n"
+        " |    |-- value: string (valueContainsNull = true)\n"
+        " |-- s: struct (nullable = true)\n"
+        " |    |-- x: integer (nullable = true)\n"
+    )
+    listing = package_runtime().macro("_ivm_listing_columns")
+    columns: Any = listing(text, nested=True)
+    named = [(c.name, c.data_type) for c in columns]
+    assert named[3:] == [("versions", "map"), ("s", "struct")]
+    assert named[:3] == listing_columns(PLAIN)
+    assert listing(PLAIN + " |-- i: interval day (nullable = true)\n", nested=True) is None
+
+
 def test_listing_agrees_with_describe(spark: SparkSession) -> None:
     spark.sql("create schema if not exists listed_cols")
     spark.sql("drop table if exists listed_cols.plain")

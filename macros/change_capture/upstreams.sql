@@ -314,15 +314,19 @@
 {#- The columns in the information text of a SHOW TABLE EXTENDED row (its "Schema: root"
     tree), with the type names DESCRIBE gives them; none unless every column is a plain
     type the tree names unambiguously: not for a Delta table (its catalog entry holds no
-    columns), a nested type, or information in another form. -#}
-{% macro _ivm_listing_columns(text) %}
+    columns), a nested type, or information in another form. nested: also a column of a
+    nested type, typed with the tree's one word for it (map, struct, array), which DESCRIBE
+    spells out: for a caller that needs only the names. -#}
+{% macro _ivm_listing_columns(text, nested=false) %}
   {%- set parts = (text or '').split('\nSchema: root\n', 1) -%}
   {%- if parts | length < 2 or 'Provider: delta' in parts[0] -%}{{ return(none) }}{%- endif -%}
   {%- set names = {'long': 'bigint', 'integer': 'int', 'short': 'smallint', 'byte': 'tinyint'} -%}
   {%- set columns = [] -%}
-  {%- for line in parts[1].split('\n') if line.strip() -%}
-    {%- set m = modules.re.fullmatch(' [|]-- (.+): (string|double|float|boolean|binary|date|timestamp|timestamp_ntz|long|integer'
-        '|short|byte|decimal[(][0-9]+,[0-9]+[)]) [(]nullable = (?:true|false)[)]', line) -%}
+  {%- set types = 'string|double|float|boolean|binary|date|timestamp|timestamp_ntz|long|integer|short|byte|decimal[(][0-9]+,[0-9]+[)]'
+      ~ ('|map|struct|array' if nested else '') -%}
+  {#- a nested type's own fields and elements are the lines indented below it -#}
+  {%- for line in parts[1].split('\n') if line.strip() and not (nested and line.startswith(' |    ')) -%}
+    {%- set m = modules.re.fullmatch(' [|]-- (.+): (' ~ types ~ ') [(]nullable = (?:true|false)[)]', line) -%}
     {%- if m is none -%}{{ return(none) }}{%- endif -%}
     {%- do columns.append(api.Column(m.group(1), names.get(m.group(2), m.group(2)))) -%}
   {%- endfor -%}

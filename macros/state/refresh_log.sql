@@ -21,9 +21,16 @@
 
 {% macro default__ivm_ensure_refresh_log() %}
   {%- set log = dbt_ivm.ivm_refresh_log_relation() -%}
-  {%- do run_query('create schema if not exists ' ~ log.without_identifier()) -%}
   {#- asked of dbt's relation cache first: describing a missing table makes Spark log an error -#}
   {%- set found = adapter.get_relation(database=log.database, schema=log.schema, identifier=log.identifier) -%}
+  {#- the usual case, a log with every column, is known from dbt's listing of the schema: no statement -#}
+  {%- set listed = dbt_ivm._ivm_listing_columns(found.information if found is not none else none, nested=true) or [] -%}
+  {%- set wanted = [] -%}
+  {%- for c in dbt_ivm._ivm_refresh_log_columns() + ['model', 'event'] -%}{%- do wanted.append(c.split(' ')[0]) -%}{%- endfor -%}
+  {%- if listed and not wanted | reject('in', listed | map(attribute='name') | map('lower') | list) | list -%}
+    {{ return(log) }}
+  {%- endif -%}
+  {%- do run_query('create schema if not exists ' ~ log.without_identifier()) -%}
   {%- set have = (adapter.get_columns_in_relation(log) if found else []) | map(attribute='name') | map('lower') | list -%}
   {%- if have and 'event' not in have -%}
     {#- a log of an older version of the package (one partition per model, rewritten on
