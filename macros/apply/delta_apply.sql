@@ -280,21 +280,25 @@ as {{ build_sql }}
 
 {#- Apply a staged change (see _ivm_refresh_incremental) to a Delta table in one statement.
     Returns {'deleted', 'inserted'}: the rows it removed and added, from the MERGE's own
-    metrics (an updated row counts as one of each) or the commit's of an INSERT ... REPLACE
-    WHERE; both none for an append (INSERT INTO, which open-source Delta runs without
-    returning counts). -#}
-{% macro ivm_apply_delta(target, target_columns, stage, plan, repair) %}
-  {{ return(adapter.dispatch('ivm_apply_delta', 'dbt_ivm')(target, target_columns, stage, plan, repair)) }}
+    metrics (an updated row counts as one of each) or, for an INSERT (an append, or INSERT
+    ... REPLACE WHERE, which open-source Delta runs without returning counts), its commit's.
+    before: the table's version before the write. An INSERT that changes nothing commits
+    nothing: with no commit after that version, it removed and added no rows. -#}
+{% macro ivm_apply_delta(target, target_columns, stage, plan, repair, before=none) %}
+  {{ return(adapter.dispatch('ivm_apply_delta', 'dbt_ivm')(target, target_columns, stage, plan, repair, before)) }}
 {% endmacro %}
 
-{% macro default__ivm_apply_delta(target, target_columns, stage, plan, repair) %}
+{% macro default__ivm_apply_delta(target, target_columns, stage, plan, repair, before=none) %}
   {%- set apply = dbt_ivm._ivm_delta_apply_sql(target, target_columns, stage, plan, repair) -%}
   {%- call statement('main', fetch_result=true) -%}{{ apply.sql }}{%- endcall -%}
   {%- if apply.counts == 'history' -%}
-    {#- an INSERT ... REPLACE WHERE returns no rows: its commit's metrics count them -#}
+    {#- an INSERT returns no rows: its commit's metrics count them -#}
     {%- set history = run_query('describe history ' ~ target ~ ' limit 1') -%}
     {%- set names = history.column_names | map('lower') | list -%}
     {%- set row = history.rows[0] -%}
+    {%- if before is not none and row[names.index('version')] | int <= before | int -%}
+      {{ return({'deleted': 0, 'inserted': 0}) }}
+    {%- endif -%}
     {%- if row[names.index('operation')] == 'WRITE' -%}
       {%- set m = dbt_ivm._ivm_as_mapping(row[names.index('operationmetrics')]) -%}
       {#- rows kept in a file that had to be rewritten are output again, as copies -#}
@@ -315,7 +319,7 @@ as {{ build_sql }}
 
 {#- The one statement that applies a staged change to a Delta table: {sql, counts: where its
     row counts come from ('result': the statement's own metrics row, 'history': its commit's
-    metrics, none: nowhere, an append)}. -#}
+    metrics)}. -#}
 {% macro _ivm_delta_apply_sql(target, target_columns, stage, plan, repair) %}
   {%- set columns = target_columns | map(attribute='name') | list -%}
   {%- set cols = dbt_ivm._ivm_quote_all(columns) | join(', ') -%}
@@ -332,7 +336,7 @@ as {{ build_sql }}
                'counts': 'result'}) }}
   {%- elif not stage.rewrite -%}
     {{ return({'sql': 'insert into ' ~ target ~ ' (' ~ cols ~ ') select ' ~ cols ~ ' from ' ~ stage.insert_view ~ ' __ivm_i',
-               'counts': none}) }}
+               'counts': 'history'}) }}
   {%- endif -%}
   {%- set replaced = dbt_ivm._ivm_delta_replaced_slices(plan, repair) -%}
   {%- if replaced is not none -%}

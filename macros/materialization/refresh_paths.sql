@@ -296,13 +296,13 @@
   {%- for p in plan if settings.rebuild_above and (p.changed or not delta) -%}
     {%- do sized.append(dbt_ivm._ivm_row_count_pair(p.up.name, p.up.relation)) -%}
   {%- endfor -%}
-  {#- a Delta INSERT returns no row counts, unlike a MERGE: a join-only model's append is counted by the table -#}
-  {%- if not delta or spec is none -%}{%- do sized.append(dbt_ivm._ivm_row_count_pair('.', target)) -%}{%- endif -%}
+  {#- on parquet the table's, from which the refresh log row counts what a write added (a Delta
+      write's own metrics count it) -#}
+  {%- if not delta -%}{%- do sized.append(dbt_ivm._ivm_row_count_pair('.', target)) -%}{%- endif -%}
   {%- if counters or sized -%}
     {#- row counts in the same query (parquet and Delta answer count(*) from metadata): of the
         changed upstreams for the rebuild threshold; on parquet of every upstream for the
-        cost estimate; of the table (on Delta of a join-only one), from which the refresh
-        log row counts the rows an append or a parquet write added -#}
+        cost estimate, and of the table -#}
     {%- set answer = run_query('select to_json(array(' ~ counters | join(', ') ~ '))'
         ~ (', to_json(map(' ~ sized | join(', ') ~ '))' if sized else '')).rows[0] -%}
     {%- do sizes.update(fromjson(answer[1]) if sized else {}) -%}
@@ -402,12 +402,15 @@
   {%- set counted = {} -%}
   {%- do entry.update({'sql': {}}) -%}
   {%- if delta -%}
-    {%- set rows = dbt_ivm.ivm_apply_delta(target, target_columns, stage, plan, state.repair is not none) -%}
+    {%- set rows = dbt_ivm.ivm_apply_delta(target, target_columns, stage, plan, state.repair is not none, entry.table_version) -%}
     {%- if rows.inserted is not none -%}
       {%- do counted.update({'rows_deleted': rows.deleted, 'rows_inserted': rows.inserted}) -%}
     {%- endif -%}
   {%- elif not stage.rewrite -%}
     {%- do dbt_ivm.ivm_apply_append(target, columns, stage.insert_view) -%}
+    {#- the log row counts what it added -#}
+    {%- do counted.update({'rows_deleted': 0}) -%}
+    {%- do entry.sql.update({'rows_inserted': '(select count(*) from ' ~ target ~ ') - ' ~ sizes['.']}) -%}
   {%- elif settings.partition_by -%}
     {%- set rows = dbt_ivm._ivm_rewrite_partitions(target, target_columns, stage.insert_view, stage.predicates, settings.partition_by) -%}
     {%- do counted.update({'rows_deleted': rows.deleted, 'rows_inserted': rows.inserted}) -%}
@@ -422,11 +425,6 @@
       {%- do entry.sql.update({'rows_deleted': deleted,
                                'rows_inserted': '(select count(*) from ' ~ target ~ ') - ' ~ sizes['.'] ~ ' + ' ~ deleted}) -%}
     {%- endif -%}
-  {%- endif -%}
-  {%- if not counted and not entry.sql -%}
-    {#- an append (parquet's, or Delta's, which reports no counts): the log row counts what it added -#}
-    {%- do counted.update({'rows_deleted': 0}) -%}
-    {%- do entry.sql.update({'rows_inserted': '(select count(*) from ' ~ target ~ ') - ' ~ sizes['.']}) -%}
   {%- endif -%}
   {%- do dbt_ivm._ivm_lap(phases, 'apply', clock, model.name ~ ': applied' ~ (' -' ~ counted.rows_deleted ~ ' +' ~ counted.rows_inserted
       ~ ' rows' if 'rows_inserted' in counted else ' (rows counted in the refresh log)')) -%}
