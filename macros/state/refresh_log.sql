@@ -23,15 +23,13 @@
   {%- set log = dbt_ivm.ivm_refresh_log_relation() -%}
   {#- asked of dbt's relation cache first: describing a missing table makes Spark log an error -#}
   {%- set found = adapter.get_relation(database=log.database, schema=log.schema, identifier=log.identifier) -%}
-  {#- the usual case, a log with every column, is known from dbt's listing of the schema: no statement -#}
-  {%- set listed = dbt_ivm._ivm_listing_columns(found.information if found is not none else none, nested=true) or [] -%}
-  {%- set wanted = [] -%}
-  {%- for c in dbt_ivm._ivm_refresh_log_columns() + ['model', 'event'] -%}{%- do wanted.append(c.split(' ')[0]) -%}{%- endfor -%}
-  {%- if listed and not wanted | reject('in', listed | map(attribute='name') | map('lower') | list) | list -%}
-    {{ return(log) }}
+  {#- its columns from dbt's listing of the schema when that shows every one (the usual case:
+      no statement), else described -#}
+  {%- set listed = dbt_ivm._ivm_listing_columns(found.information, nested=true) if found is not none else none -%}
+  {%- set have = (listed or []) | map(attribute='name') | map('lower') | list -%}
+  {%- if 'event' not in have or dbt_ivm._ivm_refresh_log_missing(have) -%}
+    {%- set have = (adapter.get_columns_in_relation(log) if found else []) | map(attribute='name') | map('lower') | list -%}
   {%- endif -%}
-  {%- do run_query('create schema if not exists ' ~ log.without_identifier()) -%}
-  {%- set have = (adapter.get_columns_in_relation(log) if found else []) | map(attribute='name') | map('lower') | list -%}
   {%- if have and 'event' not in have -%}
     {#- a log of an older version of the package (one partition per model, rewritten on
         every append): moved into the append-only layout, one partition per row -#}
@@ -45,14 +43,14 @@
     {%- do run_query('insert overwrite table ' ~ log ~ ' select ' ~ columns | join(', ') ~ ", model, concat(status, ':', refresh_id) from " ~ old) -%}
     {%- do run_query('drop table ' ~ old) -%}
   {%- elif not have -%}
+    {%- do run_query('create schema if not exists ' ~ log.without_identifier()) -%}
     {%- do dbt_ivm._ivm_create_refresh_log(log) -%}
     {#- a log dropped outside dbt_ivm took with it the 'success' rows that free the leases
         their refreshes took: free those (not this invocation's own) -#}
     {%- do dbt_ivm._ivm_free_taken_leases(dbt_ivm.ivm_lease_generations('__ivm_lease__*'), false) -%}
   {%- else -%}
     {#- a log created by an older version of the package gains the columns added since -#}
-    {%- set missing = [] -%}
-    {%- for c in dbt_ivm._ivm_refresh_log_columns() if c.split(' ')[0] not in have -%}{%- do missing.append(c) -%}{%- endfor -%}
+    {%- set missing = dbt_ivm._ivm_refresh_log_missing(have) -%}
     {%- if missing -%}
       {%- do run_query('alter table ' ~ log ~ ' add columns (' ~ missing | join(', ') ~ ')') -%}
     {%- endif -%}
@@ -63,6 +61,13 @@
 {% macro _ivm_create_refresh_log(log) %}
   {%- do run_query('create table if not exists ' ~ log ~ ' (' ~ dbt_ivm._ivm_refresh_log_columns() | join(', ') ~ ', model string, event string)
       using parquet partitioned by (model, event) options (partitionOverwriteMode \'dynamic\')') -%}
+{% endmacro %}
+
+{#- The refresh log's columns (name and type) that `have` (lower-case names) lacks. -#}
+{% macro _ivm_refresh_log_missing(have) %}
+  {%- set missing = [] -%}
+  {%- for c in dbt_ivm._ivm_refresh_log_columns() if c.split(' ')[0] not in have -%}{%- do missing.append(c) -%}{%- endfor -%}
+  {{ return(missing) }}
 {% endmacro %}
 
 {#- Columns of the refresh log before its partition columns `model` and `event`. -#}
