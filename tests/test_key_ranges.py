@@ -521,3 +521,23 @@ def test_delta_replaces_slices_only_by_listed_single_column_keys(runtime: Runtim
     assert replaced([one], True) is None  # a repair re-applies by version
     unchanged = dict(change(["c_custkey"], None), changed=False)
     assert replaced([one, unchanged], False) == f"({orders})"
+
+
+def test_affected_keys_as_a_values_list(runtime: Runtime) -> None:
+    """The keyed path's affected keys, read back as text, become typed literals of a VALUES
+    relation named by the key columns (a NULL key too: they are matched null-safely); none
+    listed: an empty relation of the same types; more than the lists hold: none (the
+    scratch table then)."""
+    values = runtime.macro("_ivm_keys_values")
+    keys, types = ["c_custkey", "segment"], ["bigint", "string"]
+    out = values(json.dumps([["7", "O'Brien"], ["12", None]]), keys, types)
+    assert out == (
+        "(select * from values (7L, 'O\\'Brien'), (12L, cast(null as string)) as __ivm_keys(`c_custkey`, `segment`))"
+    )
+    sqlglot.parse_one(out, read="spark")
+    empty = values("[]", keys, types)
+    assert empty.endswith("as __ivm_keys(`c_custkey`, `segment`) where false)")
+    assert "cast(null as bigint), cast(null as string)" in empty
+    dated = values(json.dumps([["2026-12-06"]]), ["day"], ["date"])
+    assert "values (date'2026-12-06')" in dated
+    assert values(json_list(range(over_max(runtime))), ["k"], ["int"]) is None

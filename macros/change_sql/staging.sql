@@ -1,10 +1,11 @@
 {#- Staging: the SQL of a refresh's change, over the netted change sets read inline (no
     cached views and no counting pass: the apply statement reads the change data itself,
-    and a Delta MERGE returns its row counts). Two paths write a small scratch table that
-    several parts of the apply read: the keyed path its affected keys, and on parquet an
-    aggregate its merged groups (or the affected ones), which the rewrite, the rows it
-    replaces and the refresh log's counts would otherwise each compute from the change
-    terms. A stage is {insert_view (a relation in FROM: the rows to insert), rewrite (rows
+    and a Delta MERGE returns its row counts). Two paths compute once what several parts of
+    the apply read: the keyed path its affected keys, and on parquet an aggregate its merged
+    groups (or the affected ones), which the rewrite, the rows it replaces and the refresh
+    log's counts would otherwise each compute from the change terms. Affected keys that are
+    few come back as a VALUES list in the SQL (_ivm_affected_keys); the rest go to a small
+    scratch table. A stage is {insert_view (a relation in FROM: the rows to insert), rewrite (rows
     are deleted), predicates (how to find the deleted rows in the table, see
     _ivm_join_delete_predicates), reason, reads_upstreams, delta (what the Delta apply
     needs), scratch (the scratch table it wrote, or none), counts (SQL of
@@ -23,7 +24,8 @@
 {#- Aggregate or DISTINCT view: merge signed per-group deltas into the stored states, or
     recompute the affected groups from the definition where a state cannot absorb the
     change (min/max after deletes or updates, HAVING, other aggregates). -#}
-{% macro _ivm_stage_aggregate_changes(spec, target, target_columns, plan, has_deletes, partitioned, edges=[], use_scratch=false) %}
+{% macro _ivm_stage_aggregate_changes(spec, target, target_columns, plan, has_deletes, partitioned, edges=[], use_scratch=false,
+                                      few=false) %}
   {#- the select list's output names in query order: a partitioned table keeps its
       partition columns last, its definition view keeps the query's order -#}
   {%- set named = adapter.get_columns_in_relation(dbt_ivm._ivm_definition_view(target)) if partitioned else target_columns -%}
@@ -65,8 +67,8 @@
   {%- else -%}
     {%- set affected_view = '(' ~ dbt_ivm._ivm_affected_groups_sql(spec, names, keys, terms) ~ ')' -%}
     {%- if use_scratch -%}
-      {%- set scratch = dbt_ivm._ivm_write_scratch(target, affected_view) -%}
-      {%- set affected_view = scratch -%}
+      {%- set affected_view = dbt_ivm._ivm_affected_keys(target, affected_view, keys, target_columns, few) -%}
+      {%- set scratch = affected_view if not affected_view.startswith('(') else none -%}
     {%- endif -%}
     {%- set relations = {} -%}
     {%- for p in plan -%}{%- do relations.update({p.index: dbt_ivm.ivm_snapshot_sql(p.up, p.columns, p.to)}) -%}{%- endfor -%}
@@ -85,10 +87,11 @@
 {#- Keyed recompute (macros/analysis/keyed.sql): the slices the change touches, from one key
     term per occurrence of a changed upstream, are deleted and recomputed from the
     definition at the fixed versions, restricted to their keys. The affected keys are
-    written to a scratch table (a cached view whose query has a WITH made Spark miss the
-    cache of a view read after it in the same statement, so the recompute evaluated every
-    key term again); its real size lets Spark broadcast it. -#}
-{% macro _ivm_stage_keyed_changes(spec, target, plan, file_format) %}
+    computed once (_ivm_affected_keys: a VALUES list or a scratch table; a cached view whose
+    query has a WITH made Spark miss the cache of a view read after it in the same statement,
+    so the recompute evaluated every key term again); their real number lets Spark broadcast
+    them. -#}
+{% macro _ivm_stage_keyed_changes(spec, target, target_columns, plan, file_format, few) %}
   {%- set key = spec.key -%}
   {%- set by_index = {} -%}
   {%- for p in plan -%}{%- do by_index.update({p.index: p}) -%}{%- endfor -%}
@@ -109,8 +112,8 @@
     {%- set changed_rows = dbt_ivm._ivm_broadcast(p, '(select ' ~ cols ~ ' from ' ~ images ~ ' __ivm_i)') -%}
     {%- do parts.append(dbt_ivm._ivm_fill_relations(term.sql.replace('__IVM_DELTA__', changed_rows), relations)) -%}
   {%- endfor -%}
-  {%- set affected_view = dbt_ivm._ivm_write_scratch(target, '(select distinct * from (\n' ~ parts | join('\nunion all\n') ~ '\n) __ivm_a)',
-      file_format) -%}
+  {%- set affected_view = dbt_ivm._ivm_affected_keys(target, '(select distinct * from (\n' ~ parts | join('\nunion all\n') ~ '\n) __ivm_a)',
+      key, target_columns, few, file_format) -%}
   {%- set relations = {} -%}
   {%- for p in plan -%}{%- do relations.update({p.index: dbt_ivm.ivm_snapshot_sql(p.up, p.columns, p.to)}) -%}{%- endfor -%}
   {#- the definition with the reads that hold only the affected slices' rows pruned to them -#}
@@ -118,10 +121,57 @@
   {%- set insert_view = '(' ~ dbt_ivm._ivm_aggregate_recompute_sql(pruned, affected_view, key) ~ ')' -%}
   {%- set predicates = dbt_ivm._ivm_group_delete_predicates(affected_view, key, '__ivm_v') -%}
   {%- set reason = 'keyed: recomputed the affected slices of ' ~ key | join(', ') ~ ' from the definition'
-      ~ (', reads of ' ~ spec.pruned_reads ~ ' upstream occurrence(s) pruned to them' if spec.pruned_reads else '') -%}
+      ~ (', reads of ' ~ spec.pruned_reads ~ ' upstream occurrence(s) pruned to them' if spec.pruned_reads else '')
+      ~ (', their keys listed in the SQL' if affected_view.startswith('(') else '') -%}
   {{ return({'insert_view': insert_view, 'rewrite': true, 'inserts': true, 'predicates': predicates, 'reason': reason,
-             'reads_upstreams': true, 'scratch': affected_view,
+             'reads_upstreams': true, 'scratch': affected_view if not affected_view.startswith('(') else none,
              'delta': {'kind': 'slices', 'affected_view': affected_view, 'keys': key}}) }}
+{% endmacro %}
+
+{#- The affected keys of a recompute, as the relation its parts read them from. relation is a
+    query in parentheses of the key columns `keys`; columns are the table's (their types).
+    When the change is few rows (few: at most _ivm_key_list_max() netted changed rows, which
+    usually touch about as many keys) and every key column has a literal form
+    (_ivm_range_kind), the keys are read back, and at most _ivm_key_list_max() of them
+    become a VALUES list in the SQL (_ivm_keys_values): no table is written (on Delta a
+    commit, 1.3-4 s at SF 1), and Spark knows their number. Otherwise, or when there are
+    more, they are written to the scratch table. -#}
+{% macro _ivm_affected_keys(target, relation, keys, columns, few, file_format='parquet') %}
+  {%- set types = [] -%}
+  {%- for k in keys -%}
+    {%- for c in columns if c.name | lower == k | lower and dbt_ivm._ivm_range_kind(c.data_type) -%}
+      {%- do types.append(c.data_type | lower) -%}
+    {%- endfor -%}
+  {%- endfor -%}
+  {%- if few and keys and types | length == keys | length -%}
+    {%- set texts = [] -%}
+    {%- for k in dbt_ivm._ivm_quote_all(keys) -%}{%- do texts.append('cast(' ~ k ~ ' as string)') -%}{%- endfor -%}
+    {%- set listed = run_query('select to_json(collect_list(array(' ~ texts | join(', ') ~ '))) from (select * from ' ~ relation
+        ~ ' __ivm_a limit ' ~ (dbt_ivm._ivm_key_list_max() + 1) ~ ') __ivm_l').rows[0][0] -%}
+    {%- set values = dbt_ivm._ivm_keys_values(listed, keys, types) -%}
+    {%- if values is not none -%}{{ return(values) }}{%- endif -%}
+  {%- endif -%}
+  {{ return(dbt_ivm._ivm_write_scratch(target, relation, file_format)) }}
+{% endmacro %}
+
+{#- Keys read back as JSON (an array of their columns' text per key, NULL as null) as a
+    relation of typed literals, `(select * from values ... as __ivm_keys(<keys>))`; none
+    when there are more than _ivm_key_list_max(). Matched null-safely (<=>), a NULL key is
+    listed like any other. -#}
+{% macro _ivm_keys_values(text, keys, types) %}
+  {%- set listed = fromjson(text) -%}
+  {%- if listed | length > dbt_ivm._ivm_key_list_max() -%}{{ return(none) }}{%- endif -%}
+  {%- set names = ' as __ivm_keys(' ~ dbt_ivm._ivm_quote_all(keys) | join(', ') ~ ')' -%}
+  {%- if not listed -%}
+    {%- set nulls = [] -%}
+    {%- for t in types -%}{%- do nulls.append('cast(null as ' ~ t ~ ')') -%}{%- endfor -%}
+    {{ return('(select * from values (' ~ nulls | join(', ') ~ ')' ~ names ~ ' where false)') }}
+  {%- endif -%}
+  {%- set columns = [] -%}
+  {%- for values in zip(*listed) -%}{%- do columns.append(dbt_ivm._ivm_typed_literals(values, types[loop.index0])) -%}{%- endfor -%}
+  {%- set rows = [] -%}
+  {%- for row in zip(*columns) -%}{%- do rows.append('(' ~ row | join(', ') ~ ')') -%}{%- endfor -%}
+  {{ return('(select * from values ' ~ rows | join(', ') ~ names ~ ')') }}
 {% endmacro %}
 
 {#- A refresh's scratch table, next to the model's table: the keyed path's affected keys,

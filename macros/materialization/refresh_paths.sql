@@ -374,10 +374,11 @@
   {%- if spec is none -%}
     {%- set stage = dbt_ivm._ivm_stage_join_changes(target, template, plan, state, rewrite, inputs.edges) -%}
   {%- elif spec.kind == 'keyed' -%}
-    {%- set stage = dbt_ivm._ivm_stage_keyed_changes(spec, target, plan, settings.file_format) -%}
+    {%- set stage = dbt_ivm._ivm_stage_keyed_changes(spec, target, target_columns, plan, settings.file_format,
+        nv.rows <= dbt_ivm._ivm_key_list_max()) -%}
   {%- else -%}
     {%- set stage = dbt_ivm._ivm_stage_aggregate_changes(spec, target, target_columns, plan, nv.old > 0,
-        settings.partition_by | length > 0, inputs.edges, not delta) -%}
+        settings.partition_by | length > 0, inputs.edges, not delta, nv.rows <= dbt_ivm._ivm_key_list_max()) -%}
   {%- endif -%}
   {%- set steps = [] -%}
   {%- for p in changed if change_rows[p.up.name] > 0 or state.repair -%}
