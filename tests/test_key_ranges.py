@@ -532,7 +532,8 @@ def test_affected_keys_as_a_values_list(runtime: Runtime) -> None:
     keys, types = ["c_custkey", "segment"], ["bigint", "string"]
     out = values(json.dumps([["7", "O'Brien"], ["12", None]]), keys, types)
     assert out == (
-        "(select * from values (7L, 'O\\'Brien'), (12L, cast(null as string)) as __ivm_keys(`c_custkey`, `segment`))"
+        "(select * from values (7L, 'O\\'Brien'), (12L, cast(null as string))"
+        " as __ivm_keys(`c_custkey`, `segment`))"
     )
     sqlglot.parse_one(out, read="spark")
     empty = values("[]", keys, types)

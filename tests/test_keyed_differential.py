@@ -124,7 +124,9 @@ MODELS = {
     # its affected keys go through the scratch table, not a VALUES list)
     "rollup_of_sums": """\
         {{ config(materialized='ivm') }}
-        with per_ab as (select cast(a as double) as a, b, sum(w) as total from {{ source('src', 't2') }} group by a, b)
+        with per_ab as (
+            select cast(a as double) as a, b, sum(w) as total from {{ source('src', 't2') }} group by a, b
+        )
         select a, count(*) as n_b, sum(total) as total from per_ab group by a
         """,
 }
