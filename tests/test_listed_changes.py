@@ -159,7 +159,8 @@ def test_listed_values_come_back_exactly(shop) -> None:
 
 def test_a_change_set_above_the_listing_limit_is_read_from_the_change_data(shop) -> None:
     project, events, _, fmt = shop
-    added = [row(i) for i in range(2000, 2101)]
+    # one more row than the most the count lists (1,000)
+    added = [row(i) for i in range(2000, 3001)]
     if fmt == "delta":  # one commit
         values = ", ".join("(" + ", ".join(sql_literal(r[n]) for n in EVENTS_NAMES) + ")" for r in added)
         project.spark.sql(f"insert into {project.raw}.events values {values}")
@@ -167,7 +168,7 @@ def test_a_change_set_above_the_listing_limit_is_read_from_the_change_data(shop)
         events.apply([Op("insert", r) for r in added])
     sent = project.statements()
     assert [s for s in writes(sent["by_day"]) if change_reads(project, fmt, "events") in s]
-    project.assert_consistent(list(MODELS), "after 101 inserted rows")
+    project.assert_consistent(list(MODELS), "after 1,001 inserted rows")
     # above the listing limit, the key lists of a Delta change whose commits bound it are
     # collected in the counting pass (collect_set) instead of subqueries that net it again
     assert_lists_in_counting_pass(sent["events_by_group"], fmt)
@@ -177,13 +178,13 @@ def test_a_change_set_above_the_listing_limit_is_read_from_the_change_data(shop)
         project.spark.sql(f"update {project.raw}.events set grp = grp + 1, note = 'moved' where id >= 2000")
         project.spark.sql(f"delete from {project.raw}.events where id between 2000 and 2010 or id = 13")
     else:
-        moved = [Op("update", row(i, grp=i % 5 + 1, note="moved")) for i in range(2011, 2101)]
+        moved = [Op("update", row(i, grp=i % 5 + 1, note="moved")) for i in range(2011, 3001)]
         events.apply([*moved, *[Op("delete", {"id": i}) for i in [*range(2000, 2011), 13]]])
     sent = project.statements()
     assert_lists_in_counting_pass(sent["events_by_group"], fmt)
     for model in MODELS:
         assert project.last_path(model) == "incremental", project.last_refresh(model)
-    project.assert_consistent(list(MODELS), "after 101 rows were updated and 12 deleted")
+    project.assert_consistent(list(MODELS), "after about 1,000 rows were updated and 12 deleted")
 
 
 def assert_lists_in_counting_pass(sent: list[str], fmt: str) -> None:

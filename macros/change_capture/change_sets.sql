@@ -287,13 +287,15 @@ where ({{ problem }}) is not null or ((not f.__ivm_is_new or l.__ivm_is_new)
 {% endmacro %}
 
 {#- A small change set is read once: the change counts collect its rows as text (at most
-    _ivm_row_list_max() of them, of a Delta change feed whose commits tell they are few) and
-    every later statement reads them from that text instead of reading the change data
+    _ivm_row_list_max(width) of them, of a Delta change feed whose commits tell they are few)
+    and every later statement reads them from that text instead of reading the change data
     again. Only for columns whose text form casts back to the same value: integers,
     decimals, dates, strings, booleans, and timestamps (as microseconds since the epoch,
-    which no time zone shifts). -#}
-{% macro _ivm_row_list_max() %}
-  {{ return(100) }}
+    which no time zone shifts). width is the values a listed row holds: at most 1,000 rows
+    and 40,000 values, which keeps the text, written into every statement that reads the
+    change, at a few hundred kilobytes. -#}
+{% macro _ivm_row_list_max(width) %}
+  {{ return([1000, 40000 // ([width, 1] | max)] | min) }}
 {% endmacro %}
 
 {#- The kind of text form a column of type dtype has (see above), or none. -#}
@@ -338,13 +340,14 @@ where ({{ problem }}) is not null or ((not f.__ivm_is_new or l.__ivm_is_new)
 
 {#- The aggregate the change counts collect p's change set with, in their own pass over it:
     a JSON array of its rows as text (the columns, with_before the old image's, then
-    __ivm_old and __ivm_new), NULL above _ivm_row_list_max() rows; none when they cannot be
+    __ivm_old and __ivm_new), NULL above _ivm_row_list_max(width) rows; none when they cannot be
     listed or are not known to be few (p.change_bound, see _ivm_key_listing), which keeps
     what the aggregate holds small whatever the change. -#}
 {% macro _ivm_changed_rows_sql(p, with_before) %}
   {%- set columns = p.row_columns -%}
   {%- set bound = p.change_bound -%}
-  {%- if columns is none or bound is none or bound > dbt_ivm._ivm_row_list_max() -%}{{ return(none) }}{%- endif -%}
+  {%- set most = dbt_ivm._ivm_row_list_max((columns or []) | length * (2 if with_before else 1) + 2) -%}
+  {%- if columns is none or bound is none or bound > most -%}{{ return(none) }}{%- endif -%}
   {%- set texts = [] -%}
   {%- for c in columns -%}{%- do texts.append(dbt_ivm._ivm_row_text_sql(dbt_ivm._ivm_quote(c.name), c.data_type)) -%}{%- endfor -%}
   {%- for c in columns if with_before -%}
@@ -352,7 +355,7 @@ where ({{ problem }}) is not null or ((not f.__ivm_is_new or l.__ivm_is_new)
   {%- endfor -%}
   {%- do texts.append('cast(__ivm_old as string)') -%}
   {%- do texts.append('cast(__ivm_new as string)') -%}
-  {{ return('case when count(*) <= ' ~ dbt_ivm._ivm_row_list_max() ~ ' then to_json(collect_list(array(' ~ texts | join(', ') ~ '))) end') }}
+  {{ return('case when count(*) <= ' ~ most ~ ' then to_json(collect_list(array(' ~ texts | join(', ') ~ '))) end') }}
 {% endmacro %}
 
 {#- p's change set from the counted text (see _ivm_changed_rows_sql), or none when it was not
