@@ -267,27 +267,34 @@
   {{ return(lhs ~ ' in (' ~ tuples | join(', ') ~ ')') }}
 {% endmacro %}
 
-{#- The types of p's row key columns when each has a text form that casts back to the same
-    value (see _ivm_range_kind), else none: only such keys are listed as literals. Set as
-    p.id_types by _ivm_key_listing. -#}
-{% macro _ivm_listable_key_types(p) %}
+{#- The types of columns `names` (of `columns`, in that order) when each has a text form that
+    casts back to the same value (see _ivm_range_kind), else none: only such values are
+    listed as literals. A changed upstream's row key columns get theirs as p.id_types
+    (_ivm_key_listing); the keyed path's affected keys theirs from the table. -#}
+{% macro _ivm_listable_types(columns, names) %}
   {%- set types = [] -%}
-  {%- for h in p.up.hidden -%}
+  {%- for name in names -%}
     {%- set found = [] -%}
-    {%- for c in p.columns if c.name | lower == h.column | lower -%}{%- do found.append(c.data_type | lower) -%}{%- endfor -%}
+    {%- for c in columns if c.name | lower == name | lower -%}{%- do found.append(c.data_type | lower) -%}{%- endfor -%}
     {%- if not found or not dbt_ivm._ivm_range_kind(found[0]) -%}{{ return(none) }}{%- endif -%}
     {%- do types.append(found[0]) -%}
   {%- endfor -%}
   {{ return(types or none) }}
 {% endmacro %}
 
-{#- SQL the change counts read p's changed row keys with: a JSON array of their text (an
-    array per key), at most _ivm_key_list_max() + 1 of them; a NULL string when they are not
-    listable (p.id_types is none). inline: an aggregate of the counting pass over the change
-    set (p.inline_lists, see _ivm_key_listing), else a subquery that reads it again. -#}
+{#- SQL the change counts read p's changed row keys with (_ivm_key_texts_sql over its change
+    set); a NULL string when they are not listable (p.id_types is none). inline: an
+    aggregate of the counting pass over the change set (p.inline_lists, see
+    _ivm_key_listing), else a subquery that reads it again. -#}
 {% macro _ivm_changed_ids_sql(p, inline=false) %}
   {%- if p.get('id_types') is none -%}{{ return('cast(null as string)') }}{%- endif -%}
-  {%- set keys = dbt_ivm._ivm_quote_all(p.up.unique_key) | list -%}
+  {{ return(dbt_ivm._ivm_key_texts_sql(dbt_ivm._ivm_quote_all(p.up.unique_key) | list, p.change_view, inline)) }}
+{% endmacro %}
+
+{#- SQL of a JSON array of the distinct keys (the quoted columns `keys`) of relation, the text
+    of their columns in an array per key, at most _ivm_key_list_max() + 1 of them: a scalar
+    subquery, or inline an aggregate over the rows of the query it is in. -#}
+{% macro _ivm_key_texts_sql(keys, relation, inline=false) %}
   {%- set texts = [] -%}
   {%- for k in keys -%}{%- do texts.append('cast(' ~ k ~ ' as string)') -%}{%- endfor -%}
   {%- set limit = dbt_ivm._ivm_key_list_max() + 1 -%}
@@ -295,7 +302,7 @@
     {{ return('to_json(slice(collect_set(array(' ~ texts | join(', ') ~ ')), 1, ' ~ limit ~ '))') }}
   {%- endif -%}
   {{ return('(select to_json(collect_list(array(' ~ texts | join(', ') ~ '))) from (select distinct ' ~ keys | join(', ')
-      ~ ' from ' ~ p.change_view ~ ' __ivm_i limit ' ~ limit ~ ') __ivm_d)') }}
+      ~ ' from ' ~ relation ~ ' __ivm_i limit ' ~ limit ~ ') __ivm_d)') }}
 {% endmacro %}
 
 {#- p.ids from the counted text: a list per changed row key of literals of its columns' types
@@ -306,9 +313,14 @@
   {%- set listed = fromjson(text) if text is not none else none -%}
   {%- if types is none or listed is none or listed | length > dbt_ivm._ivm_key_list_max() -%}{{ return(none) }}{%- endif -%}
   {%- for key in listed if none in key -%}{{ return(none) }}{%- endfor -%}
-  {%- set keys = listed | sort -%}
+  {{ return(dbt_ivm._ivm_key_literals(listed | sort, types)) }}
+{% endmacro %}
+
+{#- Keys read back as text (a list of their columns' text per key, NULL as none) as lists
+    of literals of the columns' types. -#}
+{% macro _ivm_key_literals(listed, types) %}
   {%- set columns = [] -%}
-  {%- for values in zip(*keys) -%}{%- do columns.append(dbt_ivm._ivm_typed_literals(values, types[loop.index0])) -%}{%- endfor -%}
+  {%- for values in zip(*listed) -%}{%- do columns.append(dbt_ivm._ivm_typed_literals(values, types[loop.index0])) -%}{%- endfor -%}
   {{ return(zip(*columns) | map('list') | list) }}
 {% endmacro %}
 
@@ -586,20 +598,21 @@
 {% endmacro %}
 
 {#- How the change count lists p's row keys, set on p once per changed upstream: p.id_types
-    (see _ivm_listable_key_types; none without a change log), p.by_ids (see
+    (see _ivm_listable_types; none without a change log), p.by_ids (see
     _ivm_ranged_by_ids), p.change_bound (see _ivm_change_rows_bound) and p.inline_lists:
     whether the lists are aggregates of the counting pass over the change set (collect_set,
     trimmed to the list maximum) instead of DISTINCT ... LIMIT subqueries that net the
     change again, when the change rows are known to be few enough for the sets to stay
     small whatever they hold. -#}
 {% macro _ivm_key_listing(p) %}
-  {%- do p.update({'id_types': dbt_ivm._ivm_listable_key_types(p) if p.up.kind == 'change_log' else none}) -%}
+  {%- do p.update({'id_types': dbt_ivm._ivm_listable_types(p.columns, p.up.hidden | map(attribute='column') | list)
+                   if p.up.kind == 'change_log' else none}) -%}
   {%- do p.update({'by_ids': dbt_ivm._ivm_ranged_by_ids(p), 'change_bound': dbt_ivm._ivm_change_rows_bound(p)}) -%}
   {%- do p.update({'inline_lists': p.change_bound is not none and p.change_bound <= dbt_ivm._ivm_key_list_max() * 10}) -%}
 {% endmacro %}
 
 {#- The range columns of p that are columns of its row key, when its row keys can be listed
-    (p.id_types, see _ivm_listable_key_types): {column (lower case): its position in the row
+    (p.id_types, see _ivm_listable_types): {column (lower case): its position in the row
     key}. -#}
 {% macro _ivm_ranged_by_ids(p) %}
   {%- set out = {} -%}

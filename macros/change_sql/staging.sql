@@ -67,8 +67,8 @@
   {%- else -%}
     {%- set affected_view = '(' ~ dbt_ivm._ivm_affected_groups_sql(spec, names, keys, terms) ~ ')' -%}
     {%- if use_scratch -%}
-      {%- set affected_view = dbt_ivm._ivm_affected_keys(target, affected_view, keys, target_columns, few) -%}
-      {%- set scratch = affected_view if not affected_view.startswith('(') else none -%}
+      {%- set affected = dbt_ivm._ivm_affected_keys(target, affected_view, keys, target_columns, few) -%}
+      {%- set affected_view, scratch = affected.relation, affected.scratch -%}
     {%- endif -%}
     {%- set relations = {} -%}
     {%- for p in plan -%}{%- do relations.update({p.index: dbt_ivm.ivm_snapshot_sql(p.up, p.columns, p.to)}) -%}{%- endfor -%}
@@ -112,8 +112,9 @@
     {%- set changed_rows = dbt_ivm._ivm_broadcast(p, '(select ' ~ cols ~ ' from ' ~ images ~ ' __ivm_i)') -%}
     {%- do parts.append(dbt_ivm._ivm_fill_relations(term.sql.replace('__IVM_DELTA__', changed_rows), relations)) -%}
   {%- endfor -%}
-  {%- set affected_view = dbt_ivm._ivm_affected_keys(target, '(select distinct * from (\n' ~ parts | join('\nunion all\n') ~ '\n) __ivm_a)',
+  {%- set affected = dbt_ivm._ivm_affected_keys(target, '(select distinct * from (\n' ~ parts | join('\nunion all\n') ~ '\n) __ivm_a)',
       key, target_columns, few, file_format) -%}
+  {%- set affected_view = affected.relation -%}
   {%- set relations = {} -%}
   {%- for p in plan -%}{%- do relations.update({p.index: dbt_ivm.ivm_snapshot_sql(p.up, p.columns, p.to)}) -%}{%- endfor -%}
   {#- the definition with the reads that hold only the affected slices' rows pruned to them -#}
@@ -122,36 +123,30 @@
   {%- set predicates = dbt_ivm._ivm_group_delete_predicates(affected_view, key, '__ivm_v') -%}
   {%- set reason = 'keyed: recomputed the affected slices of ' ~ key | join(', ') ~ ' from the definition'
       ~ (', reads of ' ~ spec.pruned_reads ~ ' upstream occurrence(s) pruned to them' if spec.pruned_reads else '')
-      ~ (', their keys listed in the SQL' if affected_view.startswith('(') else '') -%}
+      ~ (', their keys listed in the SQL' if affected.scratch is none else '') -%}
   {{ return({'insert_view': insert_view, 'rewrite': true, 'inserts': true, 'predicates': predicates, 'reason': reason,
-             'reads_upstreams': true, 'scratch': affected_view if not affected_view.startswith('(') else none,
+             'reads_upstreams': true, 'scratch': affected.scratch,
              'delta': {'kind': 'slices', 'affected_view': affected_view, 'keys': key}}) }}
 {% endmacro %}
 
-{#- The affected keys of a recompute, as the relation its parts read them from. relation is a
-    query in parentheses of the key columns `keys`; columns are the table's (their types).
-    When the change is few rows (few: at most _ivm_key_list_max() netted changed rows, which
-    usually touch about as many keys) and every key column has a literal form
-    (_ivm_range_kind), the keys are read back, and at most _ivm_key_list_max() of them
-    become a VALUES list in the SQL (_ivm_keys_values): no table is written (on Delta a
-    commit, 1.3-4 s at SF 1), and Spark knows their number. Otherwise, or when there are
-    more, they are written to the scratch table. -#}
+{#- The affected keys of a recompute: {relation: what its parts read them from, scratch: the
+    scratch table they were written to, or none}. relation is a query in parentheses of the
+    key columns `keys`; columns are the table's (their types). When the change is few rows
+    (few: at most _ivm_key_list_max() netted changed rows, which usually touch about as many
+    keys) and every key column has a literal form (_ivm_listable_types), the keys are read
+    back, and at most _ivm_key_list_max() of them become a VALUES list in the SQL
+    (_ivm_keys_values): no table is written (on Delta a commit, 1.3-4 s at SF 1), and Spark
+    knows their number. Otherwise, or when there are more, they are written to the scratch
+    table. -#}
 {% macro _ivm_affected_keys(target, relation, keys, columns, few, file_format='parquet') %}
-  {%- set types = [] -%}
-  {%- for k in keys -%}
-    {%- for c in columns if c.name | lower == k | lower and dbt_ivm._ivm_range_kind(c.data_type) -%}
-      {%- do types.append(c.data_type | lower) -%}
-    {%- endfor -%}
-  {%- endfor -%}
-  {%- if few and keys and types | length == keys | length -%}
-    {%- set texts = [] -%}
-    {%- for k in dbt_ivm._ivm_quote_all(keys) -%}{%- do texts.append('cast(' ~ k ~ ' as string)') -%}{%- endfor -%}
-    {%- set listed = run_query('select to_json(collect_list(array(' ~ texts | join(', ') ~ '))) from (select * from ' ~ relation
-        ~ ' __ivm_a limit ' ~ (dbt_ivm._ivm_key_list_max() + 1) ~ ') __ivm_l').rows[0][0] -%}
-    {%- set values = dbt_ivm._ivm_keys_values(listed, keys, types) -%}
-    {%- if values is not none -%}{{ return(values) }}{%- endif -%}
+  {%- set types = dbt_ivm._ivm_listable_types(columns, keys) -%}
+  {%- if few and types -%}
+    {%- set text = run_query('select ' ~ dbt_ivm._ivm_key_texts_sql(dbt_ivm._ivm_quote_all(keys) | list, relation)).rows[0][0] -%}
+    {%- set values = dbt_ivm._ivm_keys_values(text, keys, types) -%}
+    {%- if values is not none -%}{{ return({'relation': values, 'scratch': none}) }}{%- endif -%}
   {%- endif -%}
-  {{ return(dbt_ivm._ivm_write_scratch(target, relation, file_format)) }}
+  {%- set scratch = dbt_ivm._ivm_write_scratch(target, relation, file_format) -%}
+  {{ return({'relation': scratch, 'scratch': scratch}) }}
 {% endmacro %}
 
 {#- Keys read back as JSON (an array of their columns' text per key, NULL as null) as a
@@ -167,10 +162,8 @@
     {%- for t in types -%}{%- do nulls.append('cast(null as ' ~ t ~ ')') -%}{%- endfor -%}
     {{ return('(select * from values (' ~ nulls | join(', ') ~ ')' ~ names ~ ' where false)') }}
   {%- endif -%}
-  {%- set columns = [] -%}
-  {%- for values in zip(*listed) -%}{%- do columns.append(dbt_ivm._ivm_typed_literals(values, types[loop.index0])) -%}{%- endfor -%}
   {%- set rows = [] -%}
-  {%- for row in zip(*columns) -%}{%- do rows.append('(' ~ row | join(', ') ~ ')') -%}{%- endfor -%}
+  {%- for row in dbt_ivm._ivm_key_literals(listed, types) -%}{%- do rows.append('(' ~ row | join(', ') ~ ')') -%}{%- endfor -%}
   {{ return('(select * from values ' ~ rows | join(', ') ~ names ~ ')') }}
 {% endmacro %}
 

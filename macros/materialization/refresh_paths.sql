@@ -371,14 +371,15 @@
   {%- if delta -%}{%- do dbt_ivm._ivm_delta_feed_for_dependents(model, target, described) -%}{%- endif -%}
   {%- set rewrite = nv.old > 0 or state.repair is not none -%}
   {%- if delta and spec is none and nv.old > 0 and not state.repair -%}{%- do dbt_ivm._ivm_delta_key_boxes(plan) -%}{%- endif -%}
+  {#- few changed rows: a recompute lists the keys they touch in its SQL (_ivm_affected_keys) -#}
+  {%- set few = nv.rows <= dbt_ivm._ivm_key_list_max() -%}
   {%- if spec is none -%}
     {%- set stage = dbt_ivm._ivm_stage_join_changes(target, template, plan, state, rewrite, inputs.edges) -%}
   {%- elif spec.kind == 'keyed' -%}
-    {%- set stage = dbt_ivm._ivm_stage_keyed_changes(spec, target, target_columns, plan, settings.file_format,
-        nv.rows <= dbt_ivm._ivm_key_list_max()) -%}
+    {%- set stage = dbt_ivm._ivm_stage_keyed_changes(spec, target, target_columns, plan, settings.file_format, few) -%}
   {%- else -%}
     {%- set stage = dbt_ivm._ivm_stage_aggregate_changes(spec, target, target_columns, plan, nv.old > 0,
-        settings.partition_by | length > 0, inputs.edges, not delta, nv.rows <= dbt_ivm._ivm_key_list_max()) -%}
+        settings.partition_by | length > 0, inputs.edges, not delta, few) -%}
   {%- endif -%}
   {%- set steps = [] -%}
   {%- for p in changed if change_rows[p.up.name] > 0 or state.repair -%}
