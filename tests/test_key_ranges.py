@@ -531,14 +531,30 @@ def test_affected_keys_as_a_values_list(runtime: Runtime) -> None:
     values = runtime.macro("_ivm_keys_values")
     keys, types = ["c_custkey", "segment"], ["bigint", "string"]
     out = values(json.dumps([["7", "O'Brien"], ["12", None]]), keys, types)
-    assert out == (
+    assert out["relation"] == (
         "(select * from values (7L, 'O\\'Brien'), (12L, cast(null as string))"
         " as __ivm_keys(`c_custkey`, `segment`))"
     )
-    sqlglot.parse_one(out, read="spark")
+    assert out["literals"] == [["7L", "'O\\'Brien'"], ["12L", None]]
+    sqlglot.parse_one(out["relation"], read="spark")
     empty = values("[]", keys, types)
-    assert empty.endswith("as __ivm_keys(`c_custkey`, `segment`) where false)")
-    assert "cast(null as bigint), cast(null as string)" in empty
+    assert empty["relation"].endswith("as __ivm_keys(`c_custkey`, `segment`) where false)")
+    assert "cast(null as bigint), cast(null as string)" in empty["relation"]
+    assert empty["literals"] == []
     dated = values(json.dumps([["2026-12-06"]]), ["day"], ["date"])
-    assert "values (date'2026-12-06')" in dated
+    assert "values (date'2026-12-06')" in dated["relation"]
     assert values(json_list(range(over_max(runtime))), ["k"], ["int"]) is None
+
+
+def test_listed_affected_keys_replace_their_slices(runtime: Runtime) -> None:
+    """On Delta a keyed refresh whose affected keys of one column were listed replaces their
+    slices by a predicate of literals (a NULL key by IS NULL, none listed by false); keys of
+    several columns, or keys in the scratch table, go by the MERGE (none)."""
+    replaced = runtime.macro("_ivm_delta_replaced_keys")
+    assert replaced(["c_custkey"], [["7L"], ["12L"]]) == "(`c_custkey` in (7L, 12L))"
+    assert replaced(["c_custkey"], [["7L"], [None]]) == "(`c_custkey` in (7L) or `c_custkey` is null)"
+    assert replaced(["c_custkey"], [[None]]) == "(`c_custkey` is null)"
+    assert replaced(["c_custkey"], []) == "(false)"
+    assert replaced(["c_custkey"], None) is None
+    assert replaced(["c_custkey", "segment"], [["7L", "'a'"]]) is None
+    sqlglot.parse_one("select * from t where " + replaced(["c_custkey"], [["7L"], [None]]), read="spark")

@@ -5,7 +5,8 @@
     * insert-only join change: one INSERT (the rows never exist yet);
     * join change whose changed keys are all listed as literals: one INSERT ... REPLACE
       WHERE on them, a row key of several columns widened to its key box (see
-      _ivm_delta_replaced_slices and _ivm_delta_key_boxes);
+      _ivm_delta_replaced_slices and _ivm_delta_key_boxes), and a keyed view's recomputed
+      slices whose keys of one column are listed (_ivm_delta_replaced_keys);
     * everything else: one MERGE whose source holds at most one row per target key,
       keys matched null-safely (<=>). Delta rejects DELETE ... WHERE k IN (subquery), so
       rows are deleted by MERGE ... WHEN MATCHED THEN DELETE.
@@ -328,7 +329,13 @@ as {{ build_sql }}
     {{ return({'sql': dbt_ivm.ivm_delta_aggregate_merge_sql(d.spec, target, target_columns, d.change_sql, d['keys'], d.visible),
                'counts': 'result'}) }}
   {%- elif d.get('kind') == 'slices' -%}
-    {#- a keyed view's slices: the join MERGE with the slice key as the identity -#}
+    {#- a keyed view's slices: replaced where their keys are listed, else the join MERGE with
+        the slice key as the identity -#}
+    {%- set replaced = none if repair else dbt_ivm._ivm_delta_replaced_keys(d['keys'], d.get('listed')) -%}
+    {%- if replaced is not none -%}
+      {{ return({'sql': 'insert into ' ~ target ~ ' replace where ' ~ replaced ~ '\nselect ' ~ cols ~ ' from ' ~ stage.insert_view
+                 ~ ' __ivm_i', 'counts': 'history'}) }}
+    {%- endif -%}
     {{ return({'sql': dbt_ivm.ivm_delta_join_merge_sql(target, target_columns, stage.insert_view, d['keys'], d.affected_view),
                'counts': 'result'}) }}
   {%- elif d.get('kind') == 'recompute' -%}
@@ -373,6 +380,22 @@ as {{ build_sql }}
     {%- do flags.append(dbt_ivm._ivm_listed_ids_flag(p, p.up.hidden | map(attribute='name') | list)) -%}
   {%- endfor -%}
   {{ return('(' ~ flags | join(' or ') ~ ')') }}
+{% endmacro %}
+
+{#- The keyed path's affected slices as one predicate on the table's key column, when they
+    were listed (literals: per key its literal, none for NULL; see _ivm_keys_values) and the
+    key is one column: the REPLACE WHERE of its apply, which deletes the slices' rows in one
+    scan of the files their statistics admit and inserts the recomputed ones, where the
+    MERGE materializes the recompute and joins the table twice. A NULL key is a slice too
+    (`IS NULL`). None otherwise: keys in the scratch table, or a key of several columns
+    (Delta turns the condition into data source filters, which have no tuple IN). -#}
+{% macro _ivm_delta_replaced_keys(keys, literals) %}
+  {%- if literals is none or keys | length != 1 -%}{{ return(none) }}{%- endif -%}
+  {%- set k = dbt_ivm._ivm_quote(keys[0]) -%}
+  {%- set values = literals | map(attribute=0) | reject('none') | list -%}
+  {%- set parts = ([k ~ ' in (' ~ values | join(', ') ~ ')'] if values else [])
+      + ([k ~ ' is null'] if values | length < literals | length else []) -%}
+  {{ return('(' ~ (parts | join(' or ') or 'false') ~ ')') }}
 {% endmacro %}
 
 {#- The upstreams of a plan whose change the refresh applies (changed, with rows deleted or

@@ -126,11 +126,12 @@
       ~ (', their keys listed in the SQL' if affected.scratch is none else '') -%}
   {{ return({'insert_view': insert_view, 'rewrite': true, 'inserts': true, 'predicates': predicates, 'reason': reason,
              'reads_upstreams': true, 'scratch': affected.scratch,
-             'delta': {'kind': 'slices', 'affected_view': affected_view, 'keys': key}}) }}
+             'delta': {'kind': 'slices', 'affected_view': affected_view, 'keys': key, 'listed': affected.literals}}) }}
 {% endmacro %}
 
 {#- The affected keys of a recompute: {relation: what its parts read them from, scratch: the
-    scratch table they were written to, or none}. relation is a query in parentheses of the
+    scratch table they were written to, or none, literals: the listed keys' literals (see
+    _ivm_keys_values), or none}. relation is a query in parentheses of the
     key columns `keys`; columns are the table's (their types). When the change is few rows
     (few: at most _ivm_key_list_max() netted changed rows, which usually touch about as many
     keys) and every key column has a literal form (_ivm_listable_types), the keys are read
@@ -143,16 +144,16 @@
   {%- if few and types -%}
     {%- set text = run_query('select ' ~ dbt_ivm._ivm_key_texts_sql(dbt_ivm._ivm_quote_all(keys) | list, relation)).rows[0][0] -%}
     {%- set values = dbt_ivm._ivm_keys_values(text, keys, types) -%}
-    {%- if values is not none -%}{{ return({'relation': values, 'scratch': none}) }}{%- endif -%}
+    {%- if values is not none -%}{{ return({'relation': values.relation, 'scratch': none, 'literals': values.literals}) }}{%- endif -%}
   {%- endif -%}
   {%- set scratch = dbt_ivm._ivm_write_scratch(target, relation, file_format) -%}
-  {{ return({'relation': scratch, 'scratch': scratch}) }}
+  {{ return({'relation': scratch, 'scratch': scratch, 'literals': none}) }}
 {% endmacro %}
 
-{#- Keys read back as JSON (an array of their columns' text per key, NULL as null) as a
-    relation of typed literals, `(select * from values ... as __ivm_keys(<keys>))`; none
-    when there are more than _ivm_key_list_max(). Matched null-safely (<=>), a NULL key is
-    listed like any other. -#}
+{#- Keys read back as JSON (an array of their columns' text per key, NULL as null):
+    {relation: `(select * from values ... as __ivm_keys(<keys>))` of typed literals,
+    literals: per key the literal of each column, none for a NULL}; none when there are more
+    than _ivm_key_list_max(). Matched null-safely (<=>), a NULL key is listed like any other. -#}
 {% macro _ivm_keys_values(text, keys, types) %}
   {%- set listed = fromjson(text) -%}
   {%- if listed | length > dbt_ivm._ivm_key_list_max() -%}{{ return(none) }}{%- endif -%}
@@ -160,11 +161,18 @@
   {%- if not listed -%}
     {%- set nulls = [] -%}
     {%- for t in types -%}{%- do nulls.append('cast(null as ' ~ t ~ ')') -%}{%- endfor -%}
-    {{ return('(select * from values (' ~ nulls | join(', ') ~ ')' ~ names ~ ' where false)') }}
+    {{ return({'relation': '(select * from values (' ~ nulls | join(', ') ~ ')' ~ names ~ ' where false)', 'literals': []}) }}
   {%- endif -%}
   {%- set rows = [] -%}
-  {%- for row in dbt_ivm._ivm_key_literals(listed, types) -%}{%- do rows.append('(' ~ row | join(', ') ~ ')') -%}{%- endfor -%}
-  {{ return('(select * from values ' ~ rows | join(', ') ~ names ~ ')') }}
+  {%- set literals = [] -%}
+  {%- for row in dbt_ivm._ivm_key_literals(listed, types) -%}
+    {%- set texts = listed[loop.index0] -%}
+    {%- do rows.append('(' ~ row | join(', ') ~ ')') -%}
+    {%- set kept = [] -%}
+    {%- for lit in row -%}{%- do kept.append(none if texts[loop.index0] is none else lit) -%}{%- endfor -%}
+    {%- do literals.append(kept) -%}
+  {%- endfor -%}
+  {{ return({'relation': '(select * from values ' ~ rows | join(', ') ~ names ~ ')', 'literals': literals}) }}
 {% endmacro %}
 
 {#- A refresh's scratch table, next to the model's table: the keyed path's affected keys,
