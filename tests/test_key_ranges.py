@@ -521,6 +521,10 @@ def test_delta_replaces_slices_only_by_listed_single_column_keys(runtime: Runtim
     assert replaced([one], True) is None  # a repair re-applies by version
     unchanged = dict(change(["c_custkey"], None), changed=False)
     assert replaced([one, unchanged], False) == f"({orders})"
+    # Delta fails an IN list of decimals in REPLACE WHERE (an internal error)
+    credits = [["cast('1.50' as decimal(10,2))"], ["cast('2' as decimal(10,2))"]]
+    decimal = dict(change(["c_credit"], credits), index=1)
+    assert replaced([one, dict(decimal, id_types=["decimal(10,2)"])], False) is None
 
 
 def test_affected_keys_as_a_values_list(runtime: Runtime) -> None:
@@ -549,12 +553,20 @@ def test_affected_keys_as_a_values_list(runtime: Runtime) -> None:
 def test_listed_affected_keys_replace_their_slices(runtime: Runtime) -> None:
     """On Delta a keyed refresh whose affected keys of one column were listed replaces their
     slices by a predicate of literals (a NULL key by IS NULL, none listed by false); keys of
-    several columns, or keys in the scratch table, go by the MERGE (none)."""
-    replaced = runtime.macro("_ivm_delta_replaced_keys")
+    several columns, keys in the scratch table, or decimal keys (whose IN list Delta cannot
+    take) go by the MERGE (none)."""
+    macro = runtime.macro("_ivm_delta_replaced_keys")
+
+    def replaced(keys: list[str], literals: Any, types: list[str] | None = None) -> Any:
+        return macro(keys, literals, types or ["bigint"] * len(keys))
+
     assert replaced(["c_custkey"], [["7L"], ["12L"]]) == "(`c_custkey` in (7L, 12L))"
     assert replaced(["c_custkey"], [["7L"], [None]]) == "(`c_custkey` in (7L) or `c_custkey` is null)"
     assert replaced(["c_custkey"], [[None]]) == "(`c_custkey` is null)"
     assert replaced(["c_custkey"], []) == "(false)"
     assert replaced(["c_custkey"], None) is None
     assert replaced(["c_custkey", "segment"], [["7L", "'a'"]]) is None
+    assert replaced(["name"], [["'a'"]], ["string"]) == "(`name` in ('a'))"
+    assert replaced(["day"], [["date'2024-01-31'"]], ["date"]) == "(`day` in (date'2024-01-31'))"
+    assert replaced(["credit"], [["cast('1.50' as decimal(10,2))"]], ["decimal(10,2)"]) is None
     sqlglot.parse_one("select * from t where " + replaced(["c_custkey"], [["7L"], [None]]), read="spark")

@@ -331,7 +331,7 @@ as {{ build_sql }}
   {%- elif d.get('kind') == 'slices' -%}
     {#- a keyed view's slices: replaced where their keys are listed, else the join MERGE with
         the slice key as the identity -#}
-    {%- set replaced = none if repair else dbt_ivm._ivm_delta_replaced_keys(d['keys'], d.get('listed')) -%}
+    {%- set replaced = none if repair else dbt_ivm._ivm_delta_replaced_keys(d['keys'], d.get('listed'), d.get('key_types')) -%}
     {%- if replaced is not none -%}
       {{ return({'sql': 'insert into ' ~ target ~ ' replace where ' ~ replaced ~ '\nselect ' ~ cols ~ ' from ' ~ stage.insert_view
                  ~ ' __ivm_i', 'counts': 'history'}) }}
@@ -387,10 +387,11 @@ as {{ build_sql }}
     key is one column: the REPLACE WHERE of its apply, which deletes the slices' rows in one
     scan of the files their statistics admit and inserts the recomputed ones, where the
     MERGE materializes the recompute and joins the table twice. A NULL key is a slice too
-    (`IS NULL`). None otherwise: keys in the scratch table, or a key of several columns
-    (Delta turns the condition into data source filters, which have no tuple IN). -#}
-{% macro _ivm_delta_replaced_keys(keys, literals) %}
-  {%- if literals is none or keys | length != 1 -%}{{ return(none) }}{%- endif -%}
+    (`IS NULL`). None otherwise: keys in the scratch table, a key of several columns (Delta
+    turns the condition into data source filters, which have no tuple IN), or of a type
+    whose IN list Delta cannot take (_ivm_delta_in_listable). -#}
+{% macro _ivm_delta_replaced_keys(keys, literals, types) %}
+  {%- if literals is none or keys | length != 1 or not dbt_ivm._ivm_delta_in_listable(types) -%}{{ return(none) }}{%- endif -%}
   {%- set k = dbt_ivm._ivm_quote(keys[0]) -%}
   {%- set values = literals | map(attribute=0) | reject('none') | list -%}
   {%- set parts = ([k ~ ' in (' ~ values | join(', ') ~ ')'] if values else [])
@@ -398,14 +399,25 @@ as {{ build_sql }}
   {{ return('(' ~ (parts | join(' or ') or 'false') ~ ')') }}
 {% endmacro %}
 
+{#- Whether Delta's REPLACE WHERE takes an IN list of literals of each of these column types
+    (from _ivm_listable_types): not of decimals, whose IN filter Delta 4.4 fails to translate
+    (an internal error, scala.MatchError on java.math.BigDecimal; one value, an equality,
+    passes). Their slices go by the MERGE. -#}
+{% macro _ivm_delta_in_listable(types) %}
+  {%- for t in types or [] if (t | lower).startswith('decimal') -%}{{ return(false) }}{%- endfor -%}
+  {{ return(true) }}
+{% endmacro %}
+
 {#- The upstreams of a plan whose change the refresh applies (changed, with rows deleted or
     inserted), when each is a change log whose changed keys the change counts listed
-    (p.ids); none when one is not. Slices found by literals alone are what REPLACE WHERE
-    (and so a key box) needs. -#}
+    (p.ids) and Delta takes IN lists of their types; none when one is not. Slices found by
+    literals alone are what REPLACE WHERE (and so a key box) needs. -#}
 {% macro _ivm_delta_listed_changes(plan) %}
   {%- set listed = [] -%}
   {%- for p in plan if p.changed and (p.get('old', 0) > 0 or p.get('has_new')) -%}
-    {%- if p.up.kind != 'change_log' or p.get('ids') is none -%}{{ return(none) }}{%- endif -%}
+    {%- if p.up.kind != 'change_log' or p.get('ids') is none or not dbt_ivm._ivm_delta_in_listable(p.get('id_types')) -%}
+      {{ return(none) }}
+    {%- endif -%}
     {%- do listed.append(p) -%}
   {%- endfor -%}
   {{ return(listed) }}

@@ -126,12 +126,13 @@
       ~ (', their keys listed in the SQL' if affected.scratch is none else '') -%}
   {{ return({'insert_view': insert_view, 'rewrite': true, 'inserts': true, 'predicates': predicates, 'reason': reason,
              'reads_upstreams': true, 'scratch': affected.scratch,
-             'delta': {'kind': 'slices', 'affected_view': affected_view, 'keys': key, 'listed': affected.literals}}) }}
+             'delta': {'kind': 'slices', 'affected_view': affected_view, 'keys': key, 'listed': affected.literals,
+                       'key_types': affected.types}}) }}
 {% endmacro %}
 
 {#- The affected keys of a recompute: {relation: what its parts read them from, scratch: the
     scratch table they were written to, or none, literals: the listed keys' literals (see
-    _ivm_keys_values), or none}. relation is a query in parentheses of the
+    _ivm_keys_values), or none, types: the key columns' types when they have literals}. relation is a query in parentheses of the
     key columns `keys`; columns are the table's (their types). When the change is few rows
     (few: at most _ivm_key_list_max() netted changed rows, which usually touch about as many
     keys) and every key column has a literal form (_ivm_listable_types), the keys are read
@@ -144,10 +145,12 @@
   {%- if few and types -%}
     {%- set text = run_query('select ' ~ dbt_ivm._ivm_key_texts_sql(dbt_ivm._ivm_quote_all(keys) | list, relation)).rows[0][0] -%}
     {%- set values = dbt_ivm._ivm_keys_values(text, keys, types) -%}
-    {%- if values is not none -%}{{ return({'relation': values.relation, 'scratch': none, 'literals': values.literals}) }}{%- endif -%}
+    {%- if values is not none -%}
+      {{ return({'relation': values.relation, 'scratch': none, 'literals': values.literals, 'types': types}) }}
+    {%- endif -%}
   {%- endif -%}
   {%- set scratch = dbt_ivm._ivm_write_scratch(target, relation, file_format) -%}
-  {{ return({'relation': scratch, 'scratch': scratch, 'literals': none}) }}
+  {{ return({'relation': scratch, 'scratch': scratch, 'literals': none, 'types': types}) }}
 {% endmacro %}
 
 {#- Keys read back as JSON (an array of their columns' text per key, NULL as null):
