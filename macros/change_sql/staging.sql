@@ -132,14 +132,14 @@
 
 {#- The affected keys of a recompute: {relation: what its parts read them from, scratch: the
     scratch table they were written to, or none, literals: the listed keys' literals (see
-    _ivm_keys_values), or none, types: the key columns' types when they have literals}. relation is a query in parentheses of the
-    key columns `keys`; columns are the table's (their types). When the change is few rows
-    (few: at most _ivm_key_list_max() netted changed rows, which usually touch about as many
-    keys) and every key column has a literal form (_ivm_listable_types), the keys are read
-    back, and at most _ivm_key_list_max() of them become a VALUES list in the SQL
-    (_ivm_keys_values): no table is written (on Delta a commit, 1.3-4 s at SF 1), and Spark
-    knows their number. Otherwise, or when there are more, they are written to the scratch
-    table. -#}
+    _ivm_keys_values), or none, types: the key columns' types when they have literals}.
+    relation is a query in parentheses of the key columns `keys`; columns are the table's
+    (their types). When the change is few rows (few: at most _ivm_key_list_max() netted
+    changed rows, which usually touch about as many keys) and every key column has a
+    literal form (_ivm_listable_types), the keys are read back, and at most
+    _ivm_key_list_max() of them become a VALUES list in the SQL (_ivm_keys_values): no
+    table is written (on Delta a commit, 1.3-4 s at SF 1), and Spark knows their number.
+    Otherwise, or when there are more, they are written to the scratch table. -#}
 {% macro _ivm_affected_keys(target, relation, keys, columns, few, file_format='parquet') %}
   {%- set types = dbt_ivm._ivm_listable_types(columns, keys) -%}
   {%- if few and types -%}
