@@ -332,20 +332,20 @@ as {{ build_sql }}
     {#- a keyed view's slices: replaced where their keys are listed, else the join MERGE with
         the slice key as the identity -#}
     {%- set replaced = none if repair else dbt_ivm._ivm_delta_replaced_keys(d['keys'], d.get('listed'), d.get('key_types')) -%}
-    {%- if replaced is not none -%}
-      {{ return({'sql': 'insert into ' ~ target ~ ' replace where ' ~ replaced ~ '\nselect ' ~ cols ~ ' from ' ~ stage.insert_view
-                 ~ ' __ivm_i', 'counts': 'history'}) }}
+    {%- if replaced is none -%}
+      {{ return({'sql': dbt_ivm.ivm_delta_join_merge_sql(target, target_columns, stage.insert_view, d['keys'], d.affected_view),
+                 'counts': 'result'}) }}
     {%- endif -%}
-    {{ return({'sql': dbt_ivm.ivm_delta_join_merge_sql(target, target_columns, stage.insert_view, d['keys'], d.affected_view),
-               'counts': 'result'}) }}
   {%- elif d.get('kind') == 'recompute' -%}
     {{ return({'sql': dbt_ivm.ivm_delta_recompute_merge_sql(target, columns, d.affected_view, stage.insert_view, d['keys']),
                'counts': 'result'}) }}
   {%- elif not stage.rewrite -%}
     {{ return({'sql': 'insert into ' ~ target ~ ' (' ~ cols ~ ') select ' ~ cols ~ ' from ' ~ stage.insert_view ~ ' __ivm_i',
                'counts': 'history'}) }}
+  {%- else -%}
+    {%- set replaced = dbt_ivm._ivm_delta_replaced_slices(plan, repair) -%}
   {%- endif -%}
-  {%- set replaced = dbt_ivm._ivm_delta_replaced_slices(plan, repair) -%}
+  {#- a keyed view's listed slices, or a join's -#}
   {%- if replaced is not none -%}
     {#- the table's columns in its own order: INSERT matches them by position -#}
     {{ return({'sql': 'insert into ' ~ target ~ ' replace where ' ~ replaced ~ '\nselect ' ~ cols ~ ' from ' ~ stage.insert_view
@@ -393,9 +393,9 @@ as {{ build_sql }}
 {% macro _ivm_delta_replaced_keys(keys, literals, types) %}
   {%- if literals is none or keys | length != 1 or not dbt_ivm._ivm_delta_in_listable(types) -%}{{ return(none) }}{%- endif -%}
   {%- set k = dbt_ivm._ivm_quote(keys[0]) -%}
-  {%- set values = literals | map(attribute=0) | reject('none') | list -%}
-  {%- set parts = ([k ~ ' in (' ~ values | join(', ') ~ ')'] if values else [])
-      + ([k ~ ' is null'] if values | length < literals | length else []) -%}
+  {%- set present = literals | rejectattr(0, 'none') | list -%}
+  {%- set parts = ([dbt_ivm._ivm_listed_ids_flag({'ids': present}, [k])] if present else [])
+      + ([k ~ ' is null'] if present | length < literals | length else []) -%}
   {{ return('(' ~ (parts | join(' or ') or 'false') ~ ')') }}
 {% endmacro %}
 
