@@ -87,8 +87,8 @@ class IvmProject:
     raw: str
     spark: SparkSession
     dbt: DbtProject
-    # the models whose refresh found nothing changed in the last run() (a no-op writes no
-    # refresh log row, only a line in dbt's log)
+    # the models whose refresh was a no-op in the last run(): the message of their run
+    # result (one that found nothing changed writes no refresh log row)
     noops: set[str] = field(default_factory=set)
 
     @classmethod
@@ -130,17 +130,13 @@ class IvmProject:
     def invoke(
         self, command: str, *args: str, check: bool = True, callbacks: Sequence[Callable[[Any], None]] = ()
     ) -> dbtRunnerResult:
-        """Run a dbt command, noting which ivm models found nothing changed."""
-        self.noops.clear()
-
-        def listen(msg: Any) -> None:
-            text = msg.info.msg if msg.info.name == "JinjaLogInfo" else ""
-            if text.startswith("dbt_ivm: ") and ": no-op (no upstream changes)" in text:
-                self.noops.add(text.split(": ")[1])
-
+        """Run a dbt command, noting which ivm models were no-ops."""
         # no target/manifest.json or run_results.json: no test reads them, and dbt spends
         # a few tenths of a second serialising them on every invocation
-        return self.dbt.invoke("--no-write-json", command, *args, check=check, callbacks=[listen, *callbacks])
+        result = self.dbt.invoke("--no-write-json", command, *args, check=check, callbacks=callbacks)
+        results = getattr(result.result, "results", None) or []
+        self.noops = {r.node.name for r in results if getattr(r, "message", None) == "no-op"}
+        return result
 
     def statements(self, *args: str) -> dict[str, list[str]]:
         """`dbt run` with args; the statements each model's node sent, in order (dbt's query

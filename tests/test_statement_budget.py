@@ -152,6 +152,8 @@ def test_noop_refresh_only_reads(shop) -> None:
         assert not [s for s in sent[model] if s.startswith("describe table")], sent[model]
     # the refresh log, with every column, is known from dbt's listing of its schema
     assert not sent.get("dbt_ivm-on-run-start-0"), sent["dbt_ivm-on-run-start-0"]
+    # no refresh took a lease: the lease housekeeping at the end of the run has nothing to do
+    assert not sent.get("dbt_ivm-on-run-end-0"), sent["dbt_ivm-on-run-end-0"]
 
 
 def test_incremental_refresh(shop) -> None:
@@ -168,6 +170,9 @@ def test_incremental_refresh(shop) -> None:
     for model in ("order_regions", "regional_orders"):
         refresh = project.last_refresh(model)
         assert (refresh["rows_deleted"], refresh["rows_inserted"]) == (6, 6), refresh
+    # the refreshes took leases: the end of the run lists them for its housekeeping
+    housekeeping = sent.get("dbt_ivm-on-run-end-0", [])
+    assert [s for s in housekeeping if s.startswith("show tables") and "__ivm_lease__*" in s], sent
     if fmt == "delta":
         # every changed key listed: the joins replace their slices in one REPLACE WHERE, no MERGE,
         # and so does the keyed mart its affected customers (1 and 2, their rows and counts)

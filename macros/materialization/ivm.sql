@@ -86,4 +86,17 @@
     (its state read was dbt's 'main' statement), a line in dbt's log. -#}
 {% macro _ivm_log_unchanged(model, entry) %}
   {{ log('dbt_ivm: ' ~ model.name ~ ': no-op (no upstream changes) in ' ~ dbt_ivm._ivm_seconds_since(entry.started_at) ~ ' s', info=true) }}
+  {%- do dbt_ivm._ivm_report_noop() -%}
+{% endmacro %}
+
+{#- The message of a no-op's run result: dbt prints it on the model's line ([no-op in 0.9s]),
+    and ivm_on_run_end skips the lease housekeeping of a run of no-ops. -#}
+{% macro _ivm_noop_message() %}
+  {{ return('no-op') }}
+{% endmacro %}
+
+{#- Restate dbt's 'main' result (the statement that ran as 'main', its rows kept) as a no-op's. -#}
+{% macro _ivm_report_noop() %}
+  {#- code and rows_affected given: dbt's defaults for them are typing objects, which its run results cannot serialise -#}
+  {%- do store_raw_result('main', message=dbt_ivm._ivm_noop_message(), code=none, rows_affected=none, agate_table=load_result('main').table) -%}
 {% endmacro %}

@@ -347,6 +347,7 @@
         'phase_s': phases, 'duration_s': dbt_ivm._ivm_seconds_since(entry.started_at)}) -%}
     {%- do dbt_ivm.ivm_log_refresh(model, target, entry) -%}
     {{ log('dbt_ivm: ' ~ model.name ~ ': no-op (' ~ reason ~ ')', info=true) }}
+    {%- do dbt_ivm._ivm_report_noop() -%}
     {{ return(none) }}
   {%- endif -%}
 

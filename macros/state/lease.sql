@@ -198,7 +198,8 @@
 {% endmacro %}
 
 {#- on-run-end: release the leases still held by this invocation's failed ivm refreshes, and
-    drop every lease generation that has four newer ones. -#}
+    drop every lease generation that has four newer ones. A run whose ivm refreshes were
+    all no-ops (their result's message) took no lease and created no generation: nothing to do. -#}
 {% macro ivm_on_run_end(results) %}
   {%- set ivm = results | selectattr('node.config.materialized', 'equalto', 'ivm') | list -%}
   {%- set failed = [] -%}
@@ -206,7 +207,7 @@
     {%- do failed.append(dbt_ivm._ivm_lease_prefix(r.node.schema, r.node.alias)) -%}
   {%- endfor -%}
   {#- ivm models ran, so on-run-start (or, with the hooks off, the materialization) created the state schema -#}
-  {%- if execute and ivm -%}
+  {%- if execute and ivm | rejectattr('message', 'equalto', dbt_ivm._ivm_noop_message()) | list -%}
     {%- set schema = dbt_ivm.ivm_refresh_log_relation().schema -%}
     {%- set found = dbt_ivm.ivm_lease_generations('__ivm_lease__*') -%}
     {%- do dbt_ivm._ivm_free_taken_leases(found, true, failed) -%}

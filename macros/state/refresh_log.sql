@@ -103,7 +103,7 @@
 {% endmacro %}
 
 {% macro default__ivm_read_state(model_id) %}
-  {{ return(dbt_ivm._ivm_state_from_rows(dbt_ivm._ivm_main_rows(dbt_ivm._ivm_state_sql(model_id) ~ ' order by logged_at'))) }}
+  {{ return(dbt_ivm._ivm_state_from_rows(dbt_ivm._ivm_main_rows(dbt_ivm._ivm_state_sql(model_id)))) }}
 {% endmacro %}
 
 {#- The rows of a query run as dbt's 'main' statement. The state read is every refresh's
@@ -122,10 +122,14 @@
 
 {% macro default__ivm_read_state_and_versions(model_id, upstreams) %}
   {%- set read = dbt_ivm._ivm_versions_read(upstreams) -%}
+  {%- if not read.columns -%}
+    {#- Delta upstreams only: their versions came from their histories -#}
+    {{ return({'state': dbt_ivm.ivm_read_state(model_id), 'versions': read.versions}) }}
+  {%- endif -%}
   {#- the version columns (uncorrelated scalar subqueries, evaluated once) on every state
       row; without state rows, on one row whose state columns are NULL -#}
   {%- set rows = dbt_ivm._ivm_main_rows('select ' ~ (read.columns + ['__ivm_s.*']) | join(', ') ~ ' from (select 1) __ivm_one left join ('
-      ~ dbt_ivm._ivm_state_sql(model_id) ~ ') __ivm_s on true order by __ivm_s.logged_at') -%}
+      ~ dbt_ivm._ivm_state_sql(model_id) ~ ') __ivm_s on true') -%}
   {%- do dbt_ivm._ivm_versions_from_row(read, rows[0]) -%}
   {%- set n = read.columns | length -%}
   {%- set state_rows = [] -%}
@@ -154,11 +158,12 @@
   {{ return("max(case when status = 'success' and event not like 'noop:%' then logged_at end) over " ~ over) }}
 {% endmacro %}
 
-{#- The state (see ivm_read_state) from the rows of _ivm_state_sql, oldest first. -#}
+{#- The state (see ivm_read_state) from the rows of _ivm_state_sql, in any order: they are
+    taken oldest first (sorted here, which spares the query a sort of its own). -#}
 {% macro _ivm_state_from_rows(rows) %}
   {%- set state = {'last_success': none, 'repair': none, 'table_version': none,
                    'history': fromjson(rows[0][11]) if rows and rows[0][11] else []} -%}
-  {%- for r in rows -%}
+  {%- for r in rows | sort(attribute='6') -%}
     {%- if r[5] is not none and (state.table_version is none or r[5] > state.table_version) -%}
       {%- do state.update({'table_version': r[5]}) -%}
     {%- endif -%}
