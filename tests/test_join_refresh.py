@@ -103,6 +103,8 @@ def test_empty_batch_and_cancelling_changes_are_no_ops(project: IvmProject, shop
     refresh = project.last_refresh("order_facts")
     assert refresh["path"] == "no-op"
     assert refresh["reason"] == "upstream changes cancel out"
+    # dbt's run result says so, as it does for a refresh that found nothing changed
+    assert project.noops == {"order_facts"}
     assert not project.differences("order_facts")
 
 

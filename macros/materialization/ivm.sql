@@ -97,6 +97,8 @@
 
 {#- Restate dbt's 'main' result (the statement that ran as 'main', its rows kept) as a no-op's. -#}
 {% macro _ivm_report_noop() %}
+  {%- set main = load_result('main') -%}
   {#- code and rows_affected given: dbt's defaults for them are typing objects, which its run results cannot serialise -#}
-  {%- do store_raw_result('main', message=dbt_ivm._ivm_noop_message(), code=none, rows_affected=none, agate_table=load_result('main').table) -%}
+  {%- do store_raw_result('main', message=dbt_ivm._ivm_noop_message(), code=none, rows_affected=none,
+      agate_table=main.table if main else none) -%}
 {% endmacro %}
