@@ -83,7 +83,8 @@
 {% endmacro %}
 
 {#- A refresh that found nothing changed since the last successful one: nothing to write
-    (its state read was dbt's 'main' statement), a line in dbt's log. -#}
+    (its state read was dbt's 'main' statement), a line in dbt's log, and a run result that
+    says no-op. -#}
 {% macro _ivm_log_unchanged(model, entry) %}
   {{ log('dbt_ivm: ' ~ model.name ~ ': no-op (no upstream changes) in ' ~ dbt_ivm._ivm_seconds_since(entry.started_at) ~ ' s', info=true) }}
   {%- do dbt_ivm._ivm_report_noop() -%}
