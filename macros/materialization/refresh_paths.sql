@@ -338,7 +338,7 @@
   {%- endif -%}
 
   {%- if nv.rows == 0 and not state.repair -%}
-    {%- call statement('main') -%}select 'no changes' as dbt_ivm_refresh{%- endcall -%}
+    {#- dbt's 'main' result is the state read's, restated as a no-op's by _ivm_report_noop -#}
     {%- set reason = 'no upstream changes' if not changed else 'upstream changes cancel out' -%}
     {%- do dbt_ivm._ivm_lap(phases, 'bookkeeping', clock) -%}
     {%- do entry.update({'table_version': (state.last_success or {}).get('table_version'), 'changes_logged': true}) -%}
