@@ -1,10 +1,11 @@
 """Differential test for the keyed recompute path (macros/analysis/keyed.sql): mart-shaped
 models with LEFT/FULL/anti/semi joins, aggregates in CTEs (an import CTE read twice),
-window functions, QUALIFY, a self-join, EXISTS / NOT EXISTS / IN subqueries and UNION ALL,
-over three upstreams changed together in every batch (inserts, updates that
-move rows between keys and set them to NULL, deletes of the last child of a parent, empty
-batches). After every `dbt run` each table must equal its definition, and every refresh
-must have been incremental (or a no-op): never a silent full rebuild.
+window functions, QUALIFY, window rows joined on their PARTITION BY column, a self-join,
+EXISTS / NOT EXISTS / IN subqueries and UNION ALL, over three upstreams changed together
+in every batch (inserts, updates that move rows between keys and set them to NULL,
+deletes of the last child of a parent, empty batches). After every `dbt run` each table
+must equal its definition, and every refresh must have been incremental (or a no-op):
+never a silent full rebuild.
 """
 
 from __future__ import annotations
@@ -56,6 +57,29 @@ MODELS = {
         select t2.a, t2.id, t2.b
         from {{ source('src', 't2') }} t2
         qualify row_number() over (partition by t2.a order by t2.id desc) = 1
+        """,
+    # the latest child per parent (QUALIFY in a CTE) LEFT JOINed on its PARTITION BY column:
+    # slices of the parent's key
+    "latest_child": """\
+        {{ config(materialized='ivm', unique_key='id') }}
+        with latest as (
+            select id, a, w from {{ source('src', 't2') }}
+            qualify row_number() over (partition by a order by w desc, id) = 1
+        )
+        select t1.id, t1.v, latest.id as t2_id, latest.w
+        from {{ source('src', 't1') }} t1
+        left join latest on latest.a = t1.a
+        """,
+    # a window CTE joined on its PARTITION BY column and filtered on its value in the ON
+    "first_children": """\
+        {{ config(materialized='ivm') }}
+        with ranked as (
+            select id, b, x, row_number() over (partition by b order by id) as seq
+            from {{ source('src', 't3') }}
+        )
+        select t1.id, t1.c, ranked.id as t3_id, ranked.seq, ranked.x
+        from {{ source('src', 't1') }} t1
+        join ranked on ranked.b = t1.c and ranked.seq <= 2
         """,
     # semi and anti joins
     "with_and_without": """\

@@ -15,10 +15,16 @@
         occurrence's side (outer), which lets Spark drop partners the key does not need;
       * HAVING and QUALIFY go, and so does every WHERE / ON conjunct over a value computed
         by an aggregate or a window function (such values differ on partial input).
-    The key columns themselves must be row-level values (no aggregate or window result),
-    never from the NULL-supplying side of an outer join, and PARTITION BY columns of every
-    window function the rows pass through (a change moves a whole partition), with no join
-    between the window and the output. -#}
+    Above a window function the term keeps only conditions over columns that are equal on
+    all rows of a partition (window-safe: PARTITION BY columns, or columns of relations
+    without a window): a changed row then meets every partner that any row of its
+    partition met. The key columns themselves must be row-level values (no aggregate or
+    window result), never from the NULL-supplying side of an outer join, and PARTITION BY
+    columns of every window function the rows pass through (a change moves a whole
+    partition), unless the window's rows are joined to the key's relation by an equality of
+    window-safe columns (a join on the partition reaches every key the partition reaches).
+    A join of a window's rows needs such an equality, else its key term would be a cross
+    join. -#}
 
 {#- {'key': R (output column names) or none, 'row_key': unique output columns or none,
      'terms': [{'rel', 'upstream', 'sql'}], 'issues': what prevents the path}. -#}
@@ -33,6 +39,13 @@
     {%- for w in wins if w.partition is none -%}
       {%- do result.issues.append({'code': 'IVM011', 'construct': 'window function without PARTITION BY (or over a named window): '
           'a change moves every row', 'position': dbt_ivm._ivm_position(tk, w.p)}) -%}
+    {%- endfor -%}
+  {%- endfor -%}
+  {%- for b in parsed.blocks if b.ok and b.from_items | length > 1 and dbt_ivm._ivm_window_below(parsed, b, windows) -%}
+    {%- for i in dbt_ivm._ivm_unlinked_items(parsed, b, windows)[:1] -%}
+      {%- do result.issues.append({'code': 'IVM071', 'construct': b.name ~ ' joins the rows of a window function without an '
+          'equality on its PARTITION BY columns, so a change to a partition could reach every key (join them on a PARTITION '
+          'BY column in an ON, or keep joins below the window function)', 'position': dbt_ivm._ivm_position(tk, b.from_items[i].join_pos)}) -%}
     {%- endfor -%}
   {%- endfor -%}
   {%- if result.issues -%}{{ return(result) }}{%- endif -%}
@@ -85,7 +98,7 @@
     {%- endfor -%}
   {%- endfor -%}
   {%- if result.issues -%}{%- do result.update({'key': none, 'row_key': none, 'terms': []}) -%}{{ return(result) }}{%- endif -%}
-  {%- set points = dbt_ivm._ivm_key_points(parsed, key) -%}
+  {%- set points = dbt_ivm._ivm_key_points(parsed, key, windows) -%}
   {%- do result.update({'pruned': dbt_ivm._ivm_pruned_definition(parsed, points), 'points': points}) -%}
   {{ return(result) }}
 {% endmacro %}
@@ -93,9 +106,9 @@
 {#- Output column `name` traced as a key column: it must pass through every window function. -#}
 {% macro _ivm_key_column(parsed, main, name, windows) %}
   {%- set t = dbt_ivm._ivm_trace_output(parsed, main, name, windows) -%}
-  {%- for b in parsed.blocks if t.ok and b.id in windows and b.id not in t.windows -%}
+  {%- for b in parsed.blocks if t.ok and b.id in windows and b.id not in t.windows and not dbt_ivm._ivm_window_spread(parsed, b, windows) -%}
     {{ return({'ok': false, 'why': name ~ ' does not pass through the window function in ' ~ b.name ~
-        ' (a key must be one of its PARTITION BY columns)', 'windows': []}) }}
+        ' (a key must be one of its PARTITION BY columns, or join its rows on them)', 'windows': []}) }}
   {%- endfor -%}
   {{ return(t) }}
 {% endmacro %}
@@ -271,12 +284,7 @@
   {%- set it = items[j] -%}
   {%- if it.kind == 'upstream' -%}{{ return({'ok': true, 'why': none, 'windows': []}) }}{%- endif -%}
   {%- set child = dbt_ivm._ivm_child_block(parsed, it) -%}
-  {%- set t = dbt_ivm._ivm_trace_output(parsed, child, name, windows) -%}
-  {%- if t.ok and t.windows and items | length > 1 -%}
-    {{ return({'ok': false, 'why': block.name ~ ' joins the rows of the window function in ' ~ child.name ~
-        ' (keep joins below the window function)', 'windows': []}) }}
-  {%- endif -%}
-  {{ return(t) }}
+  {{ return(dbt_ivm._ivm_trace_output(parsed, child, name, windows)) }}
 {% endmacro %}
 
 {#- True when item j of a FROM list (joined left to right) may be NULL-extended. -#}
@@ -402,6 +410,103 @@
   {{ return(false) }}
 {% endmacro %}
 
+{#- Ids of the blocks at or below block (through its CTEs, derived tables and UNION branches)
+    that have a window function. -#}
+{% macro _ivm_windows_under(parsed, block, windows) %}
+  {%- set ids = [block.id] if block.id in windows else [] -%}
+  {%- for it in block.from_items if it.kind in ('cte', 'derived') -%}
+    {%- do ids.extend(dbt_ivm._ivm_windows_under(parsed, dbt_ivm._ivm_child_block(parsed, it), windows)) -%}
+  {%- endfor -%}
+  {%- for name in block.get('union') or [] -%}
+    {%- do ids.extend(dbt_ivm._ivm_windows_under(parsed, dbt_ivm._ivm_block_named(parsed, name), windows)) -%}
+  {%- endfor -%}
+  {{ return(ids | unique | list) }}
+{% endmacro %}
+
+{#- True when column ref of block is window-safe: it has one value on all rows of any window
+    partition below it. Its FROM item has no window function at or below it, or the column
+    is a PARTITION BY column of every one of them. For a key term (holding: the blocks on
+    the way of its occurrence) only the windows its changed rows pass through count: the
+    rows of any other window are real rows of the upstreams, whose columns hold. -#}
+{% macro _ivm_window_safe(parsed, block, ref, windows, holding=none) %}
+  {%- set items = block.from_items -%}
+  {%- set found = [] -%}
+  {%- for it in items if (ref.qual is not none and it.alias == ref.qual) or (ref.qual is none and items | length == 1) -%}
+    {%- do found.append(it) -%}
+  {%- endfor -%}
+  {%- if found | length != 1 -%}{{ return(false) }}{%- endif -%}
+  {%- if found[0].kind not in ('cte', 'derived') -%}{{ return(true) }}{%- endif -%}
+  {%- set child = dbt_ivm._ivm_child_block(parsed, found[0]) -%}
+  {%- set under = dbt_ivm._ivm_windows_under(parsed, child, windows) -%}
+  {%- if holding is not none -%}
+    {%- set under = parsed.blocks | selectattr('id', 'in', under) | selectattr('name', 'in', holding) | map(attribute='id') | list -%}
+  {%- endif -%}
+  {%- if not under -%}{{ return(true) }}{%- endif -%}
+  {%- set t = dbt_ivm._ivm_trace_output(parsed, child, ref.name, windows) -%}
+  {{ return(t.ok and under | reject('in', t.windows) | list | length == 0) }}
+{% endmacro %}
+
+{#- True when every column of [s, e) in block is window-safe (for a key term: holding). -#}
+{% macro _ivm_window_safe_range(parsed, block, s, e, windows, holding=none) %}
+  {%- for ref in dbt_ivm._ivm_column_refs(parsed, s, e) if not dbt_ivm._ivm_window_safe(parsed, block, ref, windows, holding) -%}
+    {{ return(false) }}
+  {%- endfor -%}
+  {{ return(true) }}
+{% endmacro %}
+
+{#- Pairs of FROM items of block that an equality conjunct (in an ON or the WHERE) of two
+    window-safe columns joins: the joins a key term keeps above a window function's rows. -#}
+{% macro _ivm_link_pairs(parsed, block, windows) %}
+  {%- set items = block.from_items -%}
+  {%- set ranges = [] -%}
+  {%- for it in items if it.on is not none and not it.using -%}{%- do ranges.append(it.on) -%}{%- endfor -%}
+  {%- if block.get('where_range') -%}{%- do ranges.append(block.where_range) -%}{%- endif -%}
+  {%- set pairs = [] -%}
+  {%- for r in ranges -%}{%- for c in dbt_ivm._ivm_conjuncts(parsed, r[0], r[1]) -%}
+    {%- set at = [] -%}
+    {%- for ref in dbt_ivm._ivm_equality_sides(parsed, c) or [] -%}
+      {%- for i in range(items | length) if items[i].alias == ref.qual and dbt_ivm._ivm_window_safe(parsed, block, ref, windows) -%}
+        {%- do at.append(i) -%}
+      {%- endfor -%}
+    {%- endfor -%}
+    {%- if at | length == 2 and at[0] != at[1] -%}{%- do pairs.append(at) -%}{%- endif -%}
+  {%- endfor -%}{%- endfor -%}
+  {{ return(pairs) }}
+{% endmacro %}
+
+{#- Indexes of the FROM items of block that its link pairs do not join to its first item:
+    none when a key term that drops the other conditions above a window function has no
+    cross join. -#}
+{% macro _ivm_unlinked_items(parsed, block, windows) %}
+  {%- set pairs = dbt_ivm._ivm_link_pairs(parsed, block, windows) -%}
+  {%- set reached = [0] -%}
+  {%- for _ in block.from_items -%}{%- for p in pairs -%}
+    {%- if p[0] in reached and p[1] not in reached -%}{%- do reached.append(p[1]) -%}{%- endif -%}
+    {%- if p[1] in reached and p[0] not in reached -%}{%- do reached.append(p[0]) -%}{%- endif -%}
+  {%- endfor -%}{%- endfor -%}
+  {{ return(range(block.from_items | length) | reject('in', reached) | list) }}
+{% endmacro %}
+
+{#- True when every way from window block b up to the main query meets a join of its rows
+    (which _ivm_keyed_rules requires linked, _ivm_unlinked_items) through FROM items only: the
+    rows of a partition then reach the keys of their partners together. -#}
+{% macro _ivm_window_spread(parsed, b, windows, depth=0) %}
+  {%- if b.kind == 'main' or depth > parsed.blocks | length -%}{{ return(false) }}{%- endif -%}
+  {%- set ns = namespace(readers=0) -%}
+  {%- for pb in parsed.blocks -%}
+    {%- if (pb.get('subqueries') or []) | selectattr('name', 'equalto', b.name) | list or b.name in (pb.get('union') or []) -%}
+      {{ return(false) }}
+    {%- endif -%}
+    {%- for i in range(pb.from_items | length) if pb.from_items[i].kind in ('cte', 'derived') and pb.from_items[i].name == b.name -%}
+      {%- set ns.readers = ns.readers + 1 -%}
+      {%- if pb.from_items | length < 2 and not dbt_ivm._ivm_window_spread(parsed, pb, windows, depth + 1) -%}
+        {{ return(false) }}
+      {%- endif -%}
+    {%- endfor -%}
+  {%- endfor -%}
+  {{ return(ns.readers > 0) }}
+{% endmacro %}
+
 {#- Top-level AND-conjuncts of [s, e) as [s, e) ranges (one conjunct when an OR is at the top). -#}
 {% macro _ivm_conjuncts(parsed, s, e) %}
   {%- set toks = parsed.tk.tokens -%}
@@ -428,7 +533,9 @@
 {% endmacro %}
 
 {#- Drop from condition [s, e) of block what a key term may not keep: each conjunct over an
-    aggregate or window value becomes `true` (all of them below a window function's rows).
+    aggregate or window value becomes `true`, and so does, above a window function's rows,
+    each subquery conjunct and each conjunct over a column that is not window-safe for the
+    term (_ivm_window_safe).
     A subquery conjunct stays, its NOT removed when it holds the occurrence (in holding).
     Adds the replacements to subs; returns how many conjuncts stay. -#}
 {% macro _ivm_condition_subs(parsed, block, s, e, windows, subs, holding) %}
@@ -436,7 +543,8 @@
   {%- set ns = namespace(kept=0) -%}
   {%- for c in dbt_ivm._ivm_conjuncts(parsed, s, e) -%}
     {%- set sq = (block.get('subqueries') or []) | selectattr('s', 'equalto', c[0]) | list -%}
-    {%- if below or (not sq and dbt_ivm._ivm_local_value(parsed, block, c[0], c[1])) -%}
+    {%- if (below and (sq or not dbt_ivm._ivm_window_safe_range(parsed, block, c[0], c[1], windows, holding)))
+          or (not sq and dbt_ivm._ivm_local_value(parsed, block, c[0], c[1])) -%}
       {%- do subs.update({c[0]: {'end': c[1], 'text': 'true '}}) -%}
     {%- else -%}
       {%- set ns.kept = ns.kept + 1 -%}
@@ -583,11 +691,18 @@
         {%- endif -%}
       {%- endif -%}
       {%- if join -%}{%- do subs.update({it.join_pos: {'end': it.pos, 'text': join}}) -%}{%- endif -%}
+      {%- if it.using and dbt_ivm._ivm_window_below(parsed, b, windows) -%}
+        {%- do path.update({'why': b.name ~ ' joins by USING above a window function, a condition the key term cannot check '
+            'column by column (write the join with ON)'}) -%}
+      {%- endif -%}
       {%- if it.on is not none and not it.using and on -%}
         {%- do subs.update({it.on[0]: {'end': it.on[1], 'text': on ~ ' '}}) -%}
       {%- elif it.on is not none and not it.using -%}
         {%- set kept = dbt_ivm._ivm_condition_subs(parsed, b, it.on[0], it.on[1], windows, subs, holding) -%}
-        {%- if k == j and not kept -%}
+        {%- if k == j and not kept and dbt_ivm._ivm_window_below(parsed, b, windows) -%}
+          {%- do path.update({'why': 'joined in ' ~ b.name ~ ' to the rows of a window function without an equality on its '
+              'PARTITION BY columns, so every key can change'}) -%}
+        {%- elif k == j and not kept -%}
           {%- do path.update({'why': 'joined in ' ~ b.name ~ ' without a row-level condition, so every key can change'}) -%}
         {%- endif -%}
       {%- endif -%}
@@ -649,7 +764,7 @@
     equality conjuncts of ON / WHERE, GROUP BY columns, UNION branches and the correlation
     equalities of WHERE subqueries. Reading only those rows whose column is an affected key
     gives the affected slices exactly (rows of other slices are cut by the key afterwards). -#}
-{% macro _ivm_key_points(parsed, key) %}
+{% macro _ivm_key_points(parsed, key, windows) %}
   {%- set points = {} -%}
   {%- set main = parsed.blocks[0] -%}
   {%- for name in key -%}
@@ -663,7 +778,7 @@
       {%- do refs.append({'qual': none if star == '*' else star, 'name': name}) -%}
     {%- endif -%}
     {%- for ref in refs -%}
-      {%- do dbt_ivm._ivm_equivalent_columns(parsed, main, ref, name, points, [], []) -%}
+      {%- do dbt_ivm._ivm_equivalent_columns(parsed, main, ref, name, points, [], [], windows) -%}
     {%- endfor -%}
   {%- endfor -%}
   {#- an occurrence reached several ways (a CTE read twice) is pruned only by the columns
@@ -693,7 +808,7 @@
 {% endmacro %}
 
 {#- Add to points the upstream columns equal to column ref (of block) in every row. -#}
-{% macro _ivm_equivalent_columns(parsed, block, ref, key_name, points, seen, via) %}
+{% macro _ivm_equivalent_columns(parsed, block, ref, key_name, points, seen, via, windows) %}
   {%- set sig_key = block.id ~ ':' ~ (ref.qual or '') ~ '.' ~ ref.name ~ ':' ~ via | sort | join(',') -%}
   {%- if sig_key in seen -%}{{ return(none) }}{%- endif -%}
   {%- do seen.append(sig_key) -%}
@@ -709,7 +824,9 @@
       {%- for ri in range(parsed.rels | length) if parsed.rels[ri].s == it.name_s -%}
         {%- do points.setdefault(ri, {}).setdefault(via | sort | join(','), []).append([ref.name, key_name]) -%}
       {%- endfor -%}
-    {%- elif it.kind in ('cte', 'derived') -%}
+    {#- into a window function's rows only by a PARTITION BY column: a filter on another
+        column would change the window's values -#}
+    {%- elif it.kind in ('cte', 'derived') and dbt_ivm._ivm_window_safe(parsed, block, ref, windows) -%}
       {%- set child = dbt_ivm._ivm_child_block(parsed, it) -%}
       {%- set branches = [] -%}
       {%- if child.get('union') -%}
@@ -728,7 +845,7 @@
           {%- set inner = none -%}
         {%- endif -%}
         {%- set deeper = via + ([it.name_s] if it.kind == 'cte' else []) -%}
-        {%- if inner -%}{%- do dbt_ivm._ivm_equivalent_columns(parsed, pair.block, inner, key_name, points, seen, deeper) -%}{%- endif -%}
+        {%- if inner -%}{%- do dbt_ivm._ivm_equivalent_columns(parsed, pair.block, inner, key_name, points, seen, deeper, windows) -%}{%- endif -%}
       {%- endfor -%}
     {%- endif -%}
   {%- endfor -%}
@@ -743,14 +860,13 @@
   {%- for pair in conditions -%}
     {%- for c in dbt_ivm._ivm_conjuncts(parsed, pair[1][0], pair[1][1]) -%}
       {%- set other = dbt_ivm._ivm_equality_partner(parsed, c, ref) -%}
-      {%- if other -%}{%- do dbt_ivm._ivm_equivalent_columns(parsed, pair[0], other, key_name, points, seen, via) -%}{%- endif -%}
+      {%- if other -%}{%- do dbt_ivm._ivm_equivalent_columns(parsed, pair[0], other, key_name, points, seen, via, windows) -%}{%- endif -%}
     {%- endfor -%}
   {%- endfor -%}
 {% endmacro %}
 
-{#- For conjunct c = [s, e) of the form `a = b` (two column references) with one side
-    ref: the other side; else none. -#}
-{% macro _ivm_equality_partner(parsed, c, ref) %}
+{#- For conjunct c = [s, e) of the form `a = b` (two column references): [a, b], else none. -#}
+{% macro _ivm_equality_sides(parsed, c) %}
   {%- set toks = parsed.tk.tokens -%}
   {%- set sig = parsed.tk.significant -%}
   {%- set eqs = [] -%}
@@ -760,7 +876,15 @@
   {%- if eqs | length != 1 -%}{{ return(none) }}{%- endif -%}
   {%- set left = dbt_ivm._ivm_plain_ref(parsed, c[0], eqs[0]) -%}
   {%- set right = dbt_ivm._ivm_plain_ref(parsed, eqs[0] + 1, c[1]) -%}
-  {%- if not left or not right or ref.qual is none -%}{{ return(none) }}{%- endif -%}
+  {{ return([left, right] if left and right else none) }}
+{% endmacro %}
+
+{#- For conjunct c = [s, e) of the form `a = b` (two column references) with one side
+    ref: the other side; else none. -#}
+{% macro _ivm_equality_partner(parsed, c, ref) %}
+  {%- set sides = dbt_ivm._ivm_equality_sides(parsed, c) -%}
+  {%- if not sides or ref.qual is none -%}{{ return(none) }}{%- endif -%}
+  {%- set left, right = sides -%}
   {%- if left.qual == ref.qual and left.name == ref.name -%}{{ return(right if right.qual else none) }}{%- endif -%}
   {%- if right.qual == ref.qual and right.name == ref.name -%}{{ return(left if left.qual else none) }}{%- endif -%}
   {{ return(none) }}

@@ -99,15 +99,17 @@
         'what': 'no key to recompute slices by (the keyed path)',
         'why': 'outer joins, aggregates in CTEs, window functions and semi/anti joins are maintained by deleting and recomputing the '
             'slices of a key that a change touches; the key must be a row-level output column, not from the NULL-supplying side '
-            'of an outer join, and a PARTITION BY column of every window function',
+            'of an outer join, and a PARTITION BY column of every window function whose rows it passes through (the rows of a '
+            'window function joined on its PARTITION BY columns give their partners\' keys too)',
         'fix': "set unique_key in the model's config to such output columns, or select one (for example the key of the "
             'preserved side of the LEFT JOIN, or the PARTITION BY column of the window function)'},
     'IVM071': {
         'what': 'upstream whose changed rows reach every key (no key path)',
-        'why': 'its rows meet the key only through an aggregate without GROUP BY or a join without a row-level condition, so '
-            'any change may alter every slice: recomputing them all is a full rebuild',
-        'fix': 'join it on a condition between columns (not aggregate results), aggregate it by a GROUP BY key, or compute the '
-            'global value in an upstream model'},
+        'why': 'its rows meet the key only through an aggregate without GROUP BY, a join without a row-level condition, or a '
+            'join of a window function\'s rows without an equality on its PARTITION BY columns, so any change may alter every '
+            'slice: recomputing them all is a full rebuild',
+        'fix': 'join it on a condition between columns (not aggregate results; a PARTITION BY column of a window function '
+            'whose rows it joins), aggregate it by a GROUP BY key, or compute the global value in an upstream model'},
     'IVM050': {
         'what': 'query reads no upstream relation',
         'why': 'there is no upstream whose changes a refresh could apply',
