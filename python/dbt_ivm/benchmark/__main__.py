@@ -1,4 +1,4 @@
-"""The command line: `python -m dbt_ivm.benchmark [--sf 0.1|1] [--workloads w1,w2,w3,w3p,w4,w5]
+"""The command line: `python -m dbt_ivm.benchmark [--sf 0.1|1] [--workloads w1,w2,w3,w3p,w4,w5,w6]
 [--sizes 0.01,0.1,1,10] [--kinds insert,delete,update,mixed] [--reps 3] [--out DIR]`
 (`--help` lists the rest). Exits 1 when a correctness check failed."""
 

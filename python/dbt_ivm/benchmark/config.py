@@ -102,7 +102,8 @@ def parse_args(argv: Sequence[str] | None, prog: str = "python -m dbt_ivm.benchm
         type=lambda t: _names(t, tuple(WORKLOADS), "workloads"),
         default=tuple(WORKLOADS),
         help=f"comma-separated, from {','.join(WORKLOADS)} (default all; w3p: W3 partitioned by month; "
-        "w4: customers mart, keyed recompute; w5: orders x customer, row keys of one column)",
+        "w4: customers mart, keyed recompute; w5: orders x customer, row keys of one column; "
+        "w6: orders with their latest line, keyed recompute of a window joined on its partition)",
     )
     parser.add_argument(
         "--sizes",

@@ -1,9 +1,11 @@
 """The benchmark workloads: each is one SQL body, built as an `ivm` model and as the same
 SQL with `materialized='table'` (the rebuild baseline). w1 and w2 are maintained by the
 aggregate algorithm, w3, w3p and w5 by the join algorithm, w4 (a customers mart: an outer
-join of an aggregate in a CTE) by keyed recompute, its slices named by `unique_key`. w3
-joins lineitem, whose row key has two columns; w5 joins only upstreams keyed by one column
-(orders, customer), whose listed keys a Delta refresh applies by REPLACE WHERE."""
+join of an aggregate in a CTE) and w6 (orders LEFT JOIN their latest line, a window
+function's rows joined on its PARTITION BY column) by keyed recompute, their slices named
+by `unique_key`. w3 joins lineitem, whose row key has two columns; w5 joins only upstreams
+keyed by one column (orders, customer), whose listed keys a Delta refresh applies by
+REPLACE WHERE."""
 
 from __future__ import annotations
 
@@ -163,6 +165,33 @@ from customers
 left join customer_orders on customer_orders.o_custkey = customers.c_custkey
 """,
             unique_key="c_custkey",
+        ),
+        Workload(
+            "w6",
+            "W6 orders with their last shipped line (keyed recompute): orders LEFT JOIN the "
+            "latest lineitem per order, picked by QUALIFY row_number() in a CTE",
+            """
+with
+
+last_line as (
+    select l_orderkey, l_linenumber, l_shipdate, l_shipmode, l_extendedprice
+    from {{ source('tpch', 'lineitem') }}
+    qualify row_number() over (partition by l_orderkey order by l_shipdate desc, l_linenumber desc) = 1
+)
+
+select
+    o.o_orderkey,
+    o.o_custkey,
+    o.o_orderdate,
+    o.o_orderstatus,
+    last_line.l_linenumber as last_linenumber,
+    last_line.l_shipdate as last_shipdate,
+    last_line.l_shipmode as last_shipmode,
+    datediff(last_line.l_shipdate, o.o_orderdate) as days_to_last_shipment
+from {{ source('tpch', 'orders') }} o
+left join last_line on last_line.l_orderkey = o.o_orderkey
+""",
+            unique_key="o_orderkey",
         ),
         Workload(
             "w5",
