@@ -401,13 +401,7 @@
 
 {#- True when a block below block (through its CTEs and derived tables) has a window function. -#}
 {% macro _ivm_window_below(parsed, block, windows) %}
-  {%- set children = [] -%}
-  {%- for it in block.from_items if it.kind in ('cte', 'derived') -%}{%- do children.append(dbt_ivm._ivm_child_block(parsed, it)) -%}{%- endfor -%}
-  {%- for name in block.get('union') or [] -%}{%- do children.append(dbt_ivm._ivm_block_named(parsed, name)) -%}{%- endfor -%}
-  {%- for child in children -%}
-    {%- if child.id in windows or dbt_ivm._ivm_window_below(parsed, child, windows) -%}{{ return(true) }}{%- endif -%}
-  {%- endfor -%}
-  {{ return(false) }}
+  {{ return(dbt_ivm._ivm_windows_under(parsed, block, windows) | reject('equalto', block.id) | list | length > 0) }}
 {% endmacro %}
 
 {#- Ids of the blocks at or below block (through its CTEs, derived tables and UNION branches)
@@ -423,20 +417,26 @@
   {{ return(ids | unique | list) }}
 {% endmacro %}
 
+{#- Index of the FROM item of block that column ref names (by its qualifier, or the only
+    item), or none. -#}
+{% macro _ivm_ref_item(block, ref) %}
+  {%- set items = block.from_items -%}
+  {%- for i in range(items | length) if (ref.qual is not none and items[i].alias == ref.qual) or (ref.qual is none and items | length == 1) -%}
+    {{ return(i) }}
+  {%- endfor -%}
+  {{ return(none) }}
+{% endmacro %}
+
 {#- True when column ref of block is window-safe: it has one value on all rows of any window
     partition below it. Its FROM item has no window function at or below it, or the column
     is a PARTITION BY column of every one of them. For a key term (holding: the blocks on
     the way of its occurrence) only the windows its changed rows pass through count: the
     rows of any other window are real rows of the upstreams, whose columns hold. -#}
 {% macro _ivm_window_safe(parsed, block, ref, windows, holding=none) %}
-  {%- set items = block.from_items -%}
-  {%- set found = [] -%}
-  {%- for it in items if (ref.qual is not none and it.alias == ref.qual) or (ref.qual is none and items | length == 1) -%}
-    {%- do found.append(it) -%}
-  {%- endfor -%}
-  {%- if found | length != 1 -%}{{ return(false) }}{%- endif -%}
-  {%- if found[0].kind not in ('cte', 'derived') -%}{{ return(true) }}{%- endif -%}
-  {%- set child = dbt_ivm._ivm_child_block(parsed, found[0]) -%}
+  {%- set i = dbt_ivm._ivm_ref_item(block, ref) -%}
+  {%- if i is none -%}{{ return(false) }}{%- endif -%}
+  {%- if block.from_items[i].kind not in ('cte', 'derived') -%}{{ return(true) }}{%- endif -%}
+  {%- set child = dbt_ivm._ivm_child_block(parsed, block.from_items[i]) -%}
   {%- set under = dbt_ivm._ivm_windows_under(parsed, child, windows) -%}
   {%- if holding is not none -%}
     {%- set under = parsed.blocks | selectattr('id', 'in', under) | selectattr('name', 'in', holding) | map(attribute='id') | list -%}
@@ -464,19 +464,18 @@
   {%- set pairs = [] -%}
   {%- for r in ranges -%}{%- for c in dbt_ivm._ivm_conjuncts(parsed, r[0], r[1]) -%}
     {%- set at = [] -%}
-    {%- for ref in dbt_ivm._ivm_equality_sides(parsed, c) or [] -%}
-      {%- for i in range(items | length) if items[i].alias == ref.qual and dbt_ivm._ivm_window_safe(parsed, block, ref, windows) -%}
-        {%- do at.append(i) -%}
-      {%- endfor -%}
+    {%- for ref in dbt_ivm._ivm_equality_sides(parsed, c) or [] if ref.qual is not none and dbt_ivm._ivm_window_safe(parsed, block, ref, windows) -%}
+      {%- do at.append(dbt_ivm._ivm_ref_item(block, ref)) -%}
     {%- endfor -%}
     {%- if at | length == 2 and at[0] != at[1] -%}{%- do pairs.append(at) -%}{%- endif -%}
   {%- endfor -%}{%- endfor -%}
   {{ return(pairs) }}
 {% endmacro %}
 
-{#- Indexes of the FROM items of block that its link pairs do not join to its first item:
-    none when a key term that drops the other conditions above a window function has no
-    cross join. -#}
+{#- Indexes of the FROM items of block that its link pairs do not join to its first item,
+    and of those joined by USING (a condition a key term keeps whole, unchecked): none when
+    a key term that drops the other conditions above a window function has no cross join
+    and keeps only window-safe ones. -#}
 {% macro _ivm_unlinked_items(parsed, block, windows) %}
   {%- set pairs = dbt_ivm._ivm_link_pairs(parsed, block, windows) -%}
   {%- set reached = [0] -%}
@@ -484,7 +483,9 @@
     {%- if p[0] in reached and p[1] not in reached -%}{%- do reached.append(p[1]) -%}{%- endif -%}
     {%- if p[1] in reached and p[0] not in reached -%}{%- do reached.append(p[0]) -%}{%- endif -%}
   {%- endfor -%}{%- endfor -%}
-  {{ return(range(block.from_items | length) | reject('in', reached) | list) }}
+  {%- set out = range(block.from_items | length) | reject('in', reached) | list -%}
+  {%- for i in range(block.from_items | length) if block.from_items[i].using and i not in out -%}{%- do out.append(i) -%}{%- endfor -%}
+  {{ return(out | sort) }}
 {% endmacro %}
 
 {#- True when every way from window block b up to the main query meets a join of its rows
@@ -535,11 +536,10 @@
 {#- Drop from condition [s, e) of block what a key term may not keep: each conjunct over an
     aggregate or window value becomes `true`, and so does, above a window function's rows,
     each subquery conjunct and each conjunct over a column that is not window-safe for the
-    term (_ivm_window_safe).
+    term (_ivm_window_safe; below: block reads a window function's rows).
     A subquery conjunct stays, its NOT removed when it holds the occurrence (in holding).
     Adds the replacements to subs; returns how many conjuncts stay. -#}
-{% macro _ivm_condition_subs(parsed, block, s, e, windows, subs, holding) %}
-  {%- set below = dbt_ivm._ivm_window_below(parsed, block, windows) -%}
+{% macro _ivm_condition_subs(parsed, block, s, e, windows, subs, holding, below) %}
   {%- set ns = namespace(kept=0) -%}
   {%- for c in dbt_ivm._ivm_conjuncts(parsed, s, e) -%}
     {%- set sq = (block.get('subqueries') or []) | selectattr('s', 'equalto', c[0]) | list -%}
@@ -669,6 +669,8 @@
   {%- set path = {'why': none} -%}
   {%- for b in parsed.blocks if b.ok -%}
     {%- set j = holder.get(b.id) -%}
+    {#- above a window function _ivm_keyed_rules has checked the joins (_ivm_unlinked_items) -#}
+    {%- set below = dbt_ivm._ivm_window_below(parsed, b, windows) -%}
     {%- set global_aggregate = b.id != 0 and not b.get('group_range') and dbt_ivm._ivm_block_aggregates(parsed, b) -%}
     {%- if b.id in holder and global_aggregate -%}
       {%- do path.update({'why': b.name ~ ' aggregates it without GROUP BY, so every key can change'}) -%}
@@ -691,24 +693,17 @@
         {%- endif -%}
       {%- endif -%}
       {%- if join -%}{%- do subs.update({it.join_pos: {'end': it.pos, 'text': join}}) -%}{%- endif -%}
-      {%- if it.using and dbt_ivm._ivm_window_below(parsed, b, windows) -%}
-        {%- do path.update({'why': b.name ~ ' joins by USING above a window function, a condition the key term cannot check '
-            'column by column (write the join with ON)'}) -%}
-      {%- endif -%}
       {%- if it.on is not none and not it.using and on -%}
         {%- do subs.update({it.on[0]: {'end': it.on[1], 'text': on ~ ' '}}) -%}
       {%- elif it.on is not none and not it.using -%}
-        {%- set kept = dbt_ivm._ivm_condition_subs(parsed, b, it.on[0], it.on[1], windows, subs, holding) -%}
-        {%- if k == j and not kept and dbt_ivm._ivm_window_below(parsed, b, windows) -%}
-          {%- do path.update({'why': 'joined in ' ~ b.name ~ ' to the rows of a window function without an equality on its '
-              'PARTITION BY columns, so every key can change'}) -%}
-        {%- elif k == j and not kept -%}
+        {%- set kept = dbt_ivm._ivm_condition_subs(parsed, b, it.on[0], it.on[1], windows, subs, holding, below) -%}
+        {%- if k == j and not kept and not below -%}
           {%- do path.update({'why': 'joined in ' ~ b.name ~ ' without a row-level condition, so every key can change'}) -%}
         {%- endif -%}
       {%- endif -%}
     {%- endfor -%}
     {%- if b.get('where_range') -%}
-      {%- do dbt_ivm._ivm_condition_subs(parsed, b, b.where_range[0], b.where_range[1], windows, subs, holding) -%}
+      {%- do dbt_ivm._ivm_condition_subs(parsed, b, b.where_range[0], b.where_range[1], windows, subs, holding, below) -%}
     {%- endif -%}
     {%- for sq in b.get('subqueries') or [] if sq.kw == 'exists' and sq.name in holding -%}
       {%- if not dbt_ivm._ivm_correlated(parsed, dbt_ivm._ivm_block_named(parsed, sq.name)) -%}
@@ -813,12 +808,8 @@
   {%- if sig_key in seen -%}{{ return(none) }}{%- endif -%}
   {%- do seen.append(sig_key) -%}
   {%- set items = block.from_items -%}
-  {#- the FROM item it names -#}
-  {%- set found = [] -%}
-  {%- for i in range(items | length) if (ref.qual is not none and items[i].alias == ref.qual) or (ref.qual is none and items | length == 1) -%}
-    {%- do found.append(i) -%}
-  {%- endfor -%}
-  {%- for i in found -%}
+  {%- set found = dbt_ivm._ivm_ref_item(block, ref) -%}
+  {%- for i in ([found] if found is not none else []) -%}
     {%- set it = items[i] -%}
     {%- if it.kind == 'upstream' -%}
       {%- for ri in range(parsed.rels | length) if parsed.rels[ri].s == it.name_s -%}
