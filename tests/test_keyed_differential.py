@@ -1,6 +1,7 @@
 """Differential test for the keyed recompute path (macros/analysis/keyed.sql): mart-shaped
 models with LEFT/FULL/anti/semi joins, aggregates in CTEs (an import CTE read twice),
-window functions, QUALIFY, window rows joined on their PARTITION BY column, a self-join,
+window functions, QUALIFY, window rows joined on their PARTITION BY column, keys listed
+through a join equality from the changed upstream's own column, a self-join,
 EXISTS / NOT EXISTS / IN subqueries and UNION ALL, over three upstreams changed together
 in every batch (inserts, updates that move rows between keys and set them to NULL,
 deletes of the last child of a parent, empty batches). After every `dbt run` each table
@@ -69,6 +70,33 @@ MODELS = {
         select t1.id, t1.v, latest.id as t2_id, latest.w
         from {{ source('src', 't1') }} t1
         left join latest on latest.a = t1.a
+        """,
+    # a per-key summary LEFT JOINed to the latest child of the key: a change to t3 lists its
+    # keys from t3's own column (the key term reads no t2)
+    "summary_with_latest": """\
+        {{ config(materialized='ivm', unique_key='a') }}
+        with children as (
+            select a, count(*) as n, max(w) as max_w from {{ source('src', 't2') }} group by a
+        ),
+        latest as (
+            select b, x from {{ source('src', 't3') }}
+            qualify row_number() over (partition by b order by id desc) = 1
+        ),
+        final as (
+            select children.a, children.n, children.max_w, latest.x as latest_x
+            from children
+            left join latest on latest.b = children.a
+        )
+        select * from final
+        """,
+    # children with their parent's key, kept while no t3 row shares their b: a change to t2
+    # lists parent_a from t2.a, the column its join equates it with
+    "children_without_t3": """\
+        {{ config(materialized='ivm') }}
+        select t2.id, t2.w, t1.a as parent_a
+        from {{ source('src', 't2') }} t2
+        join {{ source('src', 't1') }} t1 on t1.a = t2.a
+        where not exists (select 1 from {{ source('src', 't3') }} t3 where t3.b = t2.b)
         """,
     # a window CTE joined on its PARTITION BY column and filtered on its value in the ON
     "first_children": """\

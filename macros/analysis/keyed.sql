@@ -647,9 +647,83 @@
       {%- endif -%}
     {%- endfor -%}
   {%- endfor -%}
+  {%- set non_null = dbt_ivm._ivm_key_from_occurrence(parsed, key, holder, subs) -%}
   {%- set body = dbt_ivm._ivm_range_text(parsed, 0, sig | length, subs) ~ tail.text -%}
-  {{ return({'sql': 'select distinct ' ~ dbt_ivm._ivm_quote_all(key) | join(', ') ~ ' from (\n' ~ body ~ '\n) __ivm_kt',
-             'no_path': why}) }}
+  {%- set where = [] -%}
+  {%- for name in non_null -%}{%- do where.append(dbt_ivm._ivm_quote(name) ~ ' is not null') -%}{%- endfor -%}
+  {{ return({'sql': 'select distinct ' ~ dbt_ivm._ivm_quote_all(key) | join(', ') ~ ' from (\n' ~ body ~ '\n) __ivm_kt'
+             ~ (' where ' ~ where | join(' and ') if where else ''), 'no_path': why}) }}
+{% endmacro %}
+
+{#- A key term's key read from the changed occurrence's own FROM item: in the first block on
+    its way down from the main query (through columns passed on by name or star) where a key
+    column comes from another item, each such column that a kept equality of their join
+    equates with a column of the occurrence's item is read from that column, and the
+    occurrence's join keeps its rows (a right join), so Spark drops the partner the key no
+    longer reads (a DISTINCT over one side of an outer join). Term rows where the equality
+    holds keep their values; the others only add keys. All key columns or none (a partner
+    still read gains nothing). Adds the edits to subs; returns the key names read so, those
+    through NULL-safe equalities left out (a NULL key from them is a real one; from the
+    others it comes only from rows without a partner, which the caller filters). -#}
+{% macro _ivm_key_from_occurrence(parsed, key, holder, subs) %}
+  {%- set at = namespace(block=parsed.blocks[0], names=key, j=none, cols=[], found=false) -%}
+  {%- for _ in parsed.blocks -%}
+    {%- set b = at.block -%}
+    {%- set j = holder.get(b.id) -%}
+    {%- if j is none or not b.ok or b.get('union') or b.get('group_range') or dbt_ivm._ivm_block_aggregates(parsed, b)
+          or (j > 0 and b.from_items[j].join not in ('inner', 'left', 'right', 'full')) -%}
+      {{ return([]) }}
+    {%- endif -%}
+    {%- set cols = [] -%}
+    {%- for name in at.names -%}
+      {%- set named = b['items'] | selectattr('name', 'equalto', name) | list -%}
+      {%- set stars = b['items'] | selectattr('star') | list -%}
+      {%- if named -%}
+        {%- set ref = dbt_ivm._ivm_plain_ref(parsed, named[0].s, named[0].xe) -%}
+      {%- else -%}
+        {%- set ref = {'qual': none if stars[0].star == '*' else stars[0].star, 'name': name} if stars | length == 1 else none -%}
+      {%- endif -%}
+      {%- set i = dbt_ivm._ivm_ref_item(b, ref) if ref else none -%}
+      {%- if i is none -%}{{ return([]) }}{%- endif -%}
+      {%- do cols.append({'item': named[0] if named else none, 'ref': ref, 'i': i}) -%}
+    {%- endfor -%}
+    {%- if cols | rejectattr('i', 'equalto', j) | list -%}
+      {%- set at.j, at.cols, at.found = j, cols, true -%}{%- break -%}
+    {%- endif -%}
+    {#- every key column comes from the occurrence's item: follow them into it -#}
+    {%- set child = dbt_ivm._ivm_child_block(parsed, b.from_items[j]) if b.from_items[j].kind in ('cte', 'derived') else none -%}
+    {%- if child is none or child.id not in holder -%}{{ return([]) }}{%- endif -%}
+    {%- set at.names = cols | map(attribute='ref') | map(attribute='name') | list -%}
+    {%- set at.block = child -%}
+  {%- endfor -%}
+  {%- if not at.found -%}{{ return([]) }}{%- endif -%}
+  {%- set b, j, cols = at.block, at.j, at.cols -%}
+  {%- set edits = {} -%}
+  {%- set non_null = [] -%}
+  {%- for col in cols if col.i != j -%}
+    {%- set it = b.from_items[[col.i, j] | max] -%}
+    {%- set found = namespace(side=none) -%}
+    {#- the key's item is never NULL-supplying on the join that equates it -#}
+    {%- if col.item and it.join in (['inner', 'right'] if col.i > j else ['inner', 'left']) and it.on is not none and not it.using -%}
+      {%- for c in dbt_ivm._ivm_conjuncts(parsed, it.on[0], it.on[1]) if c[0] not in subs -%}
+        {%- set sides = dbt_ivm._ivm_equality_sides(parsed, c) or [] -%}
+        {%- for k in range(sides | length) if sides[k].qual == col.ref.qual and sides[k].name == col.ref.name
+              and dbt_ivm._ivm_ref_item(b, sides[1 - k]) == j -%}
+          {%- set found.side = sides[1 - k] -%}
+        {%- endfor -%}
+      {%- endfor -%}
+    {%- endif -%}
+    {%- if found.side is none -%}{{ return([]) }}{%- endif -%}
+    {%- set alias = '' if col.item.xe < col.item.e else ' as ' ~ dbt_ivm._ivm_quote(col.item.name) -%}
+    {%- set text = dbt_ivm._ivm_range_text(parsed, found.side.span[0], found.side.span[1]) -%}
+    {%- do edits.update({col.item.s: {'end': col.item.xe, 'text': text ~ alias}}) -%}
+    {%- if not found.side.null_safe -%}{%- do non_null.append(key[cols.index(col)]) -%}{%- endif -%}
+  {%- endfor -%}
+  {%- if j > 0 and b.from_items[j].join in ('inner', 'left') -%}
+    {%- do edits.update({b.from_items[j].join_pos: {'end': b.from_items[j].pos, 'text': 'right join '}}) -%}
+  {%- endif -%}
+  {%- do subs.update(edits) -%}
+  {{ return(non_null) }}
 {% endmacro %}
 
 {#- A read of CTE `name` at position p turned into a read of its twin (same alias). -#}
@@ -856,7 +930,8 @@
   {%- endfor -%}
 {% endmacro %}
 
-{#- For conjunct c = [s, e) of the form `a = b` (two column references): [a, b], else none. -#}
+{#- For conjunct c = [s, e) of the form `a = b` (two column references): [a, b], else none.
+    Each side also carries its token range ('span') and whether the equality is NULL-safe. -#}
 {% macro _ivm_equality_sides(parsed, c) %}
   {%- set toks = parsed.tk.tokens -%}
   {%- set sig = parsed.tk.significant -%}
@@ -867,7 +942,11 @@
   {%- if eqs | length != 1 -%}{{ return(none) }}{%- endif -%}
   {%- set left = dbt_ivm._ivm_plain_ref(parsed, c[0], eqs[0]) -%}
   {%- set right = dbt_ivm._ivm_plain_ref(parsed, eqs[0] + 1, c[1]) -%}
-  {{ return([left, right] if left and right else none) }}
+  {%- if not (left and right) -%}{{ return(none) }}{%- endif -%}
+  {%- set null_safe = toks[sig[eqs[0]]].text == '<=>' -%}
+  {%- do left.update({'span': [c[0], eqs[0]], 'null_safe': null_safe}) -%}
+  {%- do right.update({'span': [eqs[0] + 1, c[1]], 'null_safe': null_safe}) -%}
+  {{ return([left, right]) }}
 {% endmacro %}
 
 {#- For conjunct c = [s, e) of the form `a = b` (two column references) with one side
