@@ -670,8 +670,7 @@
   {%- for _ in parsed.blocks -%}
     {%- set b = at.block -%}
     {%- set j = holder.get(b.id) -%}
-    {%- if j is none or not b.ok or b.get('union') or b.get('group_range') or dbt_ivm._ivm_block_aggregates(parsed, b)
-          or (j > 0 and b.from_items[j].join not in ('inner', 'left', 'right', 'full')) -%}
+    {%- if j is none or not b.ok or b.get('union') or (j > 0 and b.from_items[j].join not in ('inner', 'left', 'right', 'full')) -%}
       {{ return([]) }}
     {%- endif -%}
     {%- set cols = [] -%}
@@ -690,17 +689,20 @@
     {%- if cols | rejectattr('i', 'equalto', j) | list -%}
       {%- set at.j, at.cols, at.found = j, cols, true -%}{%- break -%}
     {%- endif -%}
-    {#- every key column comes from the occurrence's item: follow them into it -#}
+    {#- every key column comes from the occurrence's item: follow them into it (through a
+        GROUP BY too: a key column is one of its expressions) -#}
     {%- set child = dbt_ivm._ivm_child_block(parsed, b.from_items[j]) if b.from_items[j].kind in ('cte', 'derived') else none -%}
     {%- if child is none or child.id not in holder -%}{{ return([]) }}{%- endif -%}
     {%- set at.names = cols | map(attribute='ref') | map(attribute='name') | list -%}
     {%- set at.block = child -%}
   {%- endfor -%}
-  {%- if not at.found -%}{{ return([]) }}{%- endif -%}
   {%- set b, j, cols = at.block, at.j, at.cols -%}
+  {#- a GROUP BY names the columns it would read from the partner -#}
+  {%- if not at.found or b.get('group_range') or dbt_ivm._ivm_block_aggregates(parsed, b) -%}{{ return([]) }}{%- endif -%}
   {%- set edits = {} -%}
   {%- set non_null = [] -%}
-  {%- for col in cols if col.i != j -%}
+  {%- for n in range(cols | length) if cols[n].i != j -%}
+    {%- set col = cols[n] -%}
     {%- set it = b.from_items[[col.i, j] | max] -%}
     {%- set found = namespace(side=none) -%}
     {#- the key's item is never NULL-supplying on the join that equates it -#}
@@ -717,7 +719,7 @@
     {%- set alias = '' if col.item.xe < col.item.e else ' as ' ~ dbt_ivm._ivm_quote(col.item.name) -%}
     {%- set text = dbt_ivm._ivm_range_text(parsed, found.side.span[0], found.side.span[1]) -%}
     {%- do edits.update({col.item.s: {'end': col.item.xe, 'text': text ~ alias}}) -%}
-    {%- if not found.side.null_safe -%}{%- do non_null.append(key[cols.index(col)]) -%}{%- endif -%}
+    {%- if not found.side.null_safe -%}{%- do non_null.append(key[n]) -%}{%- endif -%}
   {%- endfor -%}
   {%- if j > 0 and b.from_items[j].join in ('inner', 'left') -%}
     {%- do edits.update({b.from_items[j].join_pos: {'end': b.from_items[j].pos, 'text': 'right join '}}) -%}
