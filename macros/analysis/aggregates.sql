@@ -121,30 +121,42 @@
 {#- Split GROUP BY into expressions; an ordinal stands for the select item's expression.
     GROUP BY ALL, ROLLUP, CUBE and GROUPING SETS are IVM044. -#}
 {% macro _ivm_group_expressions(parsed, main, info) %}
-  {%- set tk = parsed.tk -%}
-  {%- set toks = tk.tokens -%}
-  {%- set sig = tk.significant -%}
-  {%- set gs = main.group_range[0] -%}
-  {%- set ge = main.group_range[1] -%}
-  {%- if gs < ge and toks[sig[gs]].word == 'all' -%}
-    {%- do dbt_ivm._ivm_add_issue(parsed, 'IVM044', tk, gs, 'GROUP BY ALL') -%}{{ return(none) }}
+  {%- set groups = dbt_ivm._ivm_group_ranges(parsed, main) -%}
+  {%- if groups.refused is not none -%}
+    {%- set t = parsed.tk.tokens[parsed.tk.significant[groups.refused]] -%}
+    {%- do dbt_ivm._ivm_add_issue(parsed, 'IVM044', parsed.tk, groups.refused, 'GROUP BY ALL' if t.word == 'all' else t.text | upper) -%}
+    {{ return(none) }}
   {%- endif -%}
-  {%- for p in range(gs, ge) if toks[sig[p]].depth == main.base and toks[sig[p]].word in ('rollup', 'cube', 'grouping', 'with') -%}
-    {%- do dbt_ivm._ivm_add_issue(parsed, 'IVM044', tk, p, toks[sig[p]].text | upper) -%}{{ return(none) }}
+  {%- do info.group_exprs.extend(groups.ranges) -%}
+{% endmacro %}
+
+{#- block's GROUP BY: {'ranges': [s, e) of each expression, an ordinal resolved to its
+    select item's expression; 'refused': the position of ALL, ROLLUP, CUBE or GROUPING SETS,
+    which the package does not maintain, else none}. -#}
+{% macro _ivm_group_ranges(parsed, block) %}
+  {%- set toks = parsed.tk.tokens -%}
+  {%- set sig = parsed.tk.significant -%}
+  {%- set gs = block.group_range[0] -%}
+  {%- set ge = block.group_range[1] -%}
+  {%- if gs < ge and toks[sig[gs]].word == 'all' -%}{{ return({'ranges': [], 'refused': gs}) }}{%- endif -%}
+  {%- for p in range(gs, ge) if toks[sig[p]].depth == block.base and toks[sig[p]].word in ('rollup', 'cube', 'grouping', 'with') -%}
+    {{ return({'ranges': [], 'refused': p}) }}
   {%- endfor -%}
+  {%- set ranges = [] -%}
   {%- set cur = namespace(s=gs) -%}
   {%- for p in range(gs, ge + 1) -%}
-    {%- if p == ge or (toks[sig[p]].text == ',' and toks[sig[p]].depth == main.base) -%}
+    {%- if p == ge or (toks[sig[p]].text == ',' and toks[sig[p]].depth == block.base) -%}
       {%- set t = toks[sig[cur.s]] -%}
-      {%- if p - cur.s == 1 and t.kind == 'num' and t.text.isdigit() and t.text | int >= 1 and t.text | int <= main['items'] | length -%}
-        {%- set item = main['items'][t.text | int - 1] -%}
-        {%- do info.group_exprs.append([item.s, item.xe]) -%}
+      {%- if p - cur.s == 1 and t.kind == 'num' and t.text.isdigit() and t.text | int >= 1 and t.text | int <= block['items'] | length -%}
+        {%- set item = block['items'][t.text | int - 1] -%}
+        {%- do ranges.append([item.s, item.xe]) -%}
       {%- else -%}
-        {%- do info.group_exprs.append([cur.s, p]) -%}
+        {%- do ranges.append([cur.s, p]) -%}
       {%- endif -%}
       {%- set cur.s = p + 1 -%}
     {%- endif -%}
   {%- endfor -%}
+  {{ return({'ranges': ranges, 'refused': none}) }}
 {% endmacro %}
 
 {#- True when [s, e) references a column outside the given aggregate calls. -#}

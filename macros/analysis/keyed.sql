@@ -658,7 +658,8 @@
 {#- A key term's key read from the changed occurrence's own FROM item: in the first block on
     its way down from the main query (through columns passed on by name or star) where a key
     column comes from another item, each such column that a kept equality of their join
-    equates with a column of the occurrence's item is read from that column, and the
+    equates with a column of the occurrence's item is read from that column (and grouped
+    by it, when the block groups by the column written out or by its ordinal), and the
     occurrence's join keeps its rows (a right join), so Spark drops the partner the key no
     longer reads (a DISTINCT over one side of an outer join). Term rows where the equality
     holds keep their values; the others only add keys. All key columns or none (a partner
@@ -697,8 +698,10 @@
     {%- set at.block = child -%}
   {%- endfor -%}
   {%- set b, j, cols = at.block, at.j, at.cols -%}
-  {#- a GROUP BY names the columns it would read from the partner -#}
-  {%- if not at.found or b.get('group_range') or dbt_ivm._ivm_block_aggregates(parsed, b) -%}{{ return([]) }}{%- endif -%}
+  {%- set groups = dbt_ivm._ivm_group_ranges(parsed, b) if b.get('group_range') else {'ranges': [], 'refused': none} -%}
+  {%- if not at.found or groups.refused is not none or (not b.get('group_range') and dbt_ivm._ivm_block_aggregates(parsed, b)) -%}
+    {{ return([]) }}
+  {%- endif -%}
   {%- set edits = {} -%}
   {%- set non_null = [] -%}
   {%- for n in range(cols | length) if cols[n].i != j -%}
@@ -719,6 +722,15 @@
     {%- set alias = '' if col.item.xe < col.item.e else ' as ' ~ dbt_ivm._ivm_quote(col.item.name) -%}
     {%- set text = dbt_ivm._ivm_range_text(parsed, found.side.span[0], found.side.span[1]) -%}
     {%- do edits.update({col.item.s: {'end': col.item.xe, 'text': text ~ alias}}) -%}
+    {#- a GROUP BY groups by the same column, written out (an ordinal follows the item) -#}
+    {%- if b.get('group_range') -%}
+      {%- set same = [] -%}
+      {%- for g in groups.ranges if dbt_ivm._ivm_norm_text(parsed, g[0], g[1]) == dbt_ivm._ivm_norm_text(parsed, col.item.s, col.item.xe) -%}
+        {%- do same.append(g) -%}
+        {%- if g[0] != col.item.s -%}{%- do edits.update({g[0]: {'end': g[1], 'text': text}}) -%}{%- endif -%}
+      {%- endfor -%}
+      {%- if not same -%}{{ return([]) }}{%- endif -%}
+    {%- endif -%}
     {%- if not found.side.null_safe -%}{%- do non_null.append(key[n]) -%}{%- endif -%}
   {%- endfor -%}
   {%- if j > 0 and b.from_items[j].join in ('inner', 'left') -%}
