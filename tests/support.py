@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import random
+import re
 import shutil
 import textwrap
 from collections.abc import Callable, Sequence
@@ -204,6 +205,26 @@ class IvmProject:
             return table, f"unique_key: [{keys}]" + (", change_feed: delta" if feed_declared else "")
         self.create_table(name, columns, rows)
         return self.logged_table(name, key), f"unique_key: [{keys}], change_log: {name}_changes"
+
+    def tracked_sources(
+        self, fmt: str, specs: Sequence[tuple[str, str, Sequence[Row]]]
+    ) -> dict[str, ChangeLoggedTable | DeltaFeedTable]:
+        """Upstreams (name, columns, rows) keyed by `id` that record their changes
+        (tracked_table), declared in models/sources.yml as source `shop`."""
+        tables: dict[str, ChangeLoggedTable | DeltaFeedTable] = {}
+        declared: dict[str, str | None] = {}
+        for name, columns, rows in specs:
+            tables[name], declared[name] = self.tracked_table(fmt, name, columns, rows, ["id"])
+        self.write("models/sources.yml", sources_yaml(self.raw, declared))
+        return tables
+
+    def plan_scans(self, query: str, tables: Sequence[str]) -> dict[str, int]:
+        """How often Spark's plan of `query` reads each parquet table of the raw schema."""
+        plan = self.spark.sql("explain formatted " + query).collect()[0][0]
+        return {
+            t: len(re.findall(rf"^\(\d+\) Scan parquet spark_catalog\.{self.raw}\.{t}$", plan, re.M))
+            for t in tables
+        }
 
     def build_facts(self, model_sql: str) -> ChangeLoggedTable:
         """A parquet upstream shop.orders (order_id, amount; one row) with a change log, and

@@ -6,14 +6,13 @@ the change holds the folded term (the tag filter) exactly when it should."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from dbt_ivm.changelog import Op
-from tests.support import IvmProject, sources_yaml
+from tests.support import IvmProject
 
 LINES = "{{ source('shop', 'lines') }}"
 ORDERS = "{{ source('shop', 'orders') }}"
@@ -55,15 +54,14 @@ def shop(request: pytest.FixtureRequest, project_factory) -> Iterator[tuple[IvmP
     customers = [{"id": i, "region": [None, "EU", "US"][i % 3]} for i in range(1, 7)]
     orders = [{"id": i, "cid": 1 + i % 6, "grp": "ab"[i % 2]} for i in range(1, 13)]
     lines = [{"id": i, "oid": 1 + i % 12, "qty": i % 4 or None} for i in range(1, 31)]
-    tables: dict[str, Any] = {}
-    declared = {}
-    for name, columns, rows in (
-        ("customers", "id bigint, region string", customers),
-        ("orders", "id bigint, cid bigint, grp string", orders),
-        ("lines", "id bigint, oid bigint, qty int", lines),
-    ):
-        tables[name], declared[name] = project.tracked_table(fmt, name, columns, rows, ["id"])
-    project.write("models/sources.yml", sources_yaml(project.raw, declared))
+    tables = project.tracked_sources(
+        fmt,
+        (
+            ("customers", "id bigint, region string", customers),
+            ("orders", "id bigint, cid bigint, grp string", orders),
+            ("lines", "id bigint, oid bigint, qty int", lines),
+        ),
+    )
     for name, sql in MODELS.items():
         config = f"{{{{ config(materialized='ivm', file_format='{fmt}') }}}}"
         project.write(f"models/{name}.sql", f"{config}\n{sql}")
@@ -85,8 +83,7 @@ def scans(project: IvmProject, sent: list[str], table: str) -> int:
     """How often Spark's plan of a parquet refresh's scratch write (its merged groups, the
     statement that evaluates the change terms) reads the upstream `table`."""
     [write] = [s for s in sent if s.startswith("create table") and TAG_FILTER in s]
-    plan = project.spark.sql("explain formatted " + write.split(" using parquet as ", 1)[1]).collect()[0][0]
-    return len(re.findall(rf"^\(\d+\) Scan parquet spark_catalog\.{project.raw}\.{table}$", plan, re.M))
+    return project.plan_scans(write.split(" using parquet as ", 1)[1], [table])[table]
 
 
 def test_dimensions_changed_together_are_one_term(shop) -> None:

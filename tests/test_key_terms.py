@@ -6,14 +6,13 @@ refresh sends (parquet), with the tables equal to their definitions after every 
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from dbt_ivm.changelog import Op
-from tests.support import IvmProject, sources_yaml
+from tests.support import IvmProject
 
 LINES = "{{ source('shop', 'lines') }}"
 ORDERS = "{{ source('shop', 'orders') }}"
@@ -70,15 +69,14 @@ def shop(project_factory) -> Iterator[tuple[IvmProject, dict[str, Any]]]:
     customers = [{"id": i, "region": [None, "EU", "US"][i % 3]} for i in range(1, 7)]
     orders = [{"id": i, "cid": 1 + i % 6} for i in range(1, 13)]
     lines = [{"id": i, "oid": 1 + i % 12, "shipped": i % 5, "qty": i % 4 or None} for i in range(1, 31)]
-    tables: dict[str, Any] = {}
-    declared = {}
-    for name, columns, rows in (
-        ("customers", "id bigint, region string", customers),
-        ("orders", "id bigint, cid bigint", orders),
-        ("lines", "id bigint, oid bigint, shipped int, qty int", lines),
-    ):
-        tables[name], declared[name] = project.tracked_table("parquet", name, columns, rows, ["id"])
-    project.write("models/sources.yml", sources_yaml(project.raw, declared))
+    tables = project.tracked_sources(
+        "parquet",
+        (
+            ("customers", "id bigint, region string", customers),
+            ("orders", "id bigint, cid bigint", orders),
+            ("lines", "id bigint, oid bigint, shipped int, qty int", lines),
+        ),
+    )
     for name, sql in MODELS.items():
         project.write(f"models/{name}.sql", sql)
     project.run()
@@ -89,11 +87,7 @@ def key_scans(project: IvmProject, sent: list[str]) -> dict[str, int]:
     """How often Spark's plan of the refresh's affected keys' query reads each upstream table
     (a change set reads its change log, not the table)."""
     [query] = [s for s in sent if "__ivm_kt" in s and not s.startswith(("create", "insert"))]
-    plan = project.spark.sql("explain formatted " + query).collect()[0][0]
-    return {
-        t: len(re.findall(rf"^\(\d+\) Scan parquet spark_catalog\.{project.raw}\.{t}$", plan, re.M))
-        for t in ("customers", "orders", "lines")
-    }
+    return project.plan_scans(query, ("customers", "orders", "lines"))
 
 
 def test_a_changed_line_lists_keys_without_reading_its_partners(shop) -> None:

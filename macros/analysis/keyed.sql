@@ -677,12 +677,7 @@
     {%- set cols = [] -%}
     {%- for name in at.names -%}
       {%- set named = b['items'] | selectattr('name', 'equalto', name) | list -%}
-      {%- set stars = b['items'] | selectattr('star') | list -%}
-      {%- if named -%}
-        {%- set ref = dbt_ivm._ivm_plain_ref(parsed, named[0].s, named[0].xe) -%}
-      {%- else -%}
-        {%- set ref = {'qual': none if stars[0].star == '*' else stars[0].star, 'name': name} if stars | length == 1 else none -%}
-      {%- endif -%}
+      {%- set ref = dbt_ivm._ivm_output_ref(parsed, b, name) -%}
       {%- set i = dbt_ivm._ivm_ref_item(b, ref) if ref else none -%}
       {%- if i is none -%}{{ return([]) }}{%- endif -%}
       {%- do cols.append({'item': named[0] if named else none, 'ref': ref, 'i': i}) -%}
@@ -725,7 +720,8 @@
     {#- a GROUP BY groups by the same column, written out (an ordinal follows the item) -#}
     {%- if b.get('group_range') -%}
       {%- set same = [] -%}
-      {%- for g in groups.ranges if dbt_ivm._ivm_norm_text(parsed, g[0], g[1]) == dbt_ivm._ivm_norm_text(parsed, col.item.s, col.item.xe) -%}
+      {%- set expr = dbt_ivm._ivm_norm_text(parsed, col.item.s, col.item.xe) -%}
+      {%- for g in groups.ranges if dbt_ivm._ivm_norm_text(parsed, g[0], g[1]) == expr -%}
         {%- do same.append(g) -%}
         {%- if g[0] != col.item.s -%}{%- do edits.update({g[0]: {'end': g[1], 'text': text}}) -%}{%- endif -%}
       {%- endfor -%}
@@ -880,6 +876,16 @@
   {{ return(pruned) }}
 {% endmacro %}
 
+{#- The column reference that block's output column `name` reads: its named item's, when
+    that is a plain column, or the one star's column of that name; else none. -#}
+{% macro _ivm_output_ref(parsed, block, name) %}
+  {%- set named = block['items'] | selectattr('name', 'equalto', name) | list -%}
+  {%- set stars = block['items'] | selectattr('star') | list -%}
+  {%- if named -%}{{ return(dbt_ivm._ivm_plain_ref(parsed, named[0].s, named[0].xe)) }}{%- endif -%}
+  {%- if stars | length == 1 -%}{{ return({'qual': none if stars[0].star == '*' else stars[0].star, 'name': name}) }}{%- endif -%}
+  {{ return(none) }}
+{% endmacro %}
+
 {#- The column reference that [s, e) is, or none. -#}
 {% macro _ivm_plain_ref(parsed, s, e) %}
   {%- set toks = parsed.tk.tokens -%}
@@ -914,15 +920,7 @@
         {%- do branches.append({'block': child, 'name': ref.name}) -%}
       {%- endif -%}
       {%- for pair in branches -%}
-        {%- set named = pair.block['items'] | selectattr('name', 'equalto', pair.name) | list -%}
-        {%- set stars = pair.block['items'] | selectattr('star') | list -%}
-        {%- if named -%}
-          {%- set inner = dbt_ivm._ivm_plain_ref(parsed, named[0].s, named[0].xe) -%}
-        {%- elif stars | length == 1 -%}
-          {%- set inner = {'qual': none if stars[0].star == '*' else stars[0].star, 'name': pair.name} -%}
-        {%- else -%}
-          {%- set inner = none -%}
-        {%- endif -%}
+        {%- set inner = dbt_ivm._ivm_output_ref(parsed, pair.block, pair.name) -%}
         {%- set deeper = via + ([it.name_s] if it.kind == 'cte' else []) -%}
         {%- if inner -%}{%- do dbt_ivm._ivm_equivalent_columns(parsed, pair.block, inner, key_name, points, seen, deeper, windows) -%}{%- endif -%}
       {%- endfor -%}
