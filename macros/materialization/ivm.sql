@@ -12,9 +12,15 @@
   {%- do dbt_ivm._ivm_check_grants(model) -%}
   {#- a model rebuilt when it cannot be maintained finds the feeds before its analysis -#}
   {%- set upstreams = dbt_ivm.ivm_detect_change_feeds(model, dbt_ivm.ivm_upstreams(model), settings.on_unsupported != 'full_rebuild') -%}
-  {%- set analysis = dbt_ivm.ivm_analyze(sql, upstreams, settings.unique_key) -%}
+  {#- --empty / --sample: dbt rendered the upstreams as subqueries that hide rows; the
+      definition is checked with them as written, and nothing is refreshed or recorded -#}
+  {%- set hidden = dbt_ivm._ivm_hidden_upstream_rows(model, sql) -%}
+  {%- set analysis = dbt_ivm.ivm_analyze(hidden.definition_sql if hidden else sql, upstreams, settings.unique_key) -%}
   {%- if analysis.issues and settings.on_unsupported != 'full_rebuild' -%}
     {{ exceptions.raise_compiler_error(dbt_ivm._ivm_format_issues(model.name, analysis.issues)) }}
+  {%- endif -%}
+  {%- if hidden -%}
+    {{ return(dbt_ivm._ivm_run_with_hidden_rows(model, target_relation, existing, sql, hidden.flag)) }}
   {%- endif -%}
   {#- a parquet table that ivm models read writes its own change log -#}
   {%- set writes_log = dbt_ivm._ivm_writes_change_log(model, settings) -%}
@@ -80,6 +86,59 @@
     {%- for p in inputs.plan -%}{%- do sized.append(dbt_ivm._ivm_row_count_pair(p.up.name, p.up.relation)) -%}{%- endfor -%}
   {%- endif -%}
   {%- do dbt_ivm._ivm_build_full(target, existing, build_sql, definition, settings, entry, sized) -%}
+{% endmacro %}
+
+{#- {flag, definition_sql} when this run renders some upstream with rows hidden (dbt's
+    --empty: `where false limit 0`; --sample: an event-time filter), else none.
+    definition_sql: the model's SQL with each such upstream as the plain relation, which
+    is how every other run renders it. -#}
+{% macro _ivm_hidden_upstream_rows(model, sql) %}
+  {%- set ns = namespace(sql=sql, hidden=false) -%}
+  {%- for uid in model.depends_on.nodes -%}
+    {%- set node = graph.nodes.get(uid) or graph.sources.get(uid) -%}
+    {%- if node is none or node.resource_type not in ('model', 'seed', 'source', 'snapshot') -%}{%- continue -%}{%- endif -%}
+    {%- if node.resource_type == 'source' -%}
+      {%- set relation = source(node.source_name, node.name) -%}
+    {%- elif node.get('version') is not none -%}
+      {%- set relation = ref(node.package_name, node.name, v=node.version) -%}
+    {%- else -%}
+      {%- set relation = ref(node.package_name, node.name) -%}
+    {%- endif -%}
+    {%- set rendered = relation | string -%}
+    {%- if rendered != relation.render() -%}
+      {%- set ns.hidden = true -%}
+      {%- set ns.sql = ns.sql.replace(rendered, relation.render()) -%}
+    {%- endif -%}
+  {%- endfor -%}
+  {%- if not ns.hidden -%}{{ return(none) }}{%- endif -%}
+  {{ return({'flag': '--empty' if flags.EMPTY else '--sample', 'definition_sql': ns.sql}) }}
+{% endmacro %}
+
+{#- A run whose upstreams hide rows (--empty, --sample) must not become the table's state:
+    an ivm table holds the whole definition, and later runs apply only the changes since
+    the versions its state records. A missing table (or the view an earlier such run left)
+    becomes a view of the model's SQL as this run renders it, so that models built after
+    it in the same run can read its columns; the next run without the flag replaces it
+    with the table ('replacing a view'). An existing table is left as it is, as dbt's
+    incremental models are: the next run refreshes it. Nothing is logged to the refresh
+    log and no lease is taken. -#}
+{% macro _ivm_run_with_hidden_rows(model, target, existing, sql, flag) %}
+  {%- set started_at = modules.datetime.datetime.utcnow() -%}
+  {{ run_hooks(pre_hooks) }}
+  {%- if existing is none or existing.type == 'view' -%}
+    {%- set view = target.incorporate(type='view') -%}
+    {%- call statement('main') -%}{{ get_create_view_as_sql(view, sql) }}{%- endcall -%}
+    {%- do dbt_ivm._ivm_apply_grants(view, existing, true) -%}
+    {{ log('dbt_ivm: ' ~ model.name ~ ': ' ~ flag ~ ' hides upstream rows: created ' ~ view ~ ' as a view of the model SQL; '
+        'the next run without ' ~ flag ~ ' builds the table in full', info=true) }}
+    {{ run_hooks(post_hooks) }}
+    {{ return({'relations': [view]}) }}
+  {%- endif -%}
+  {%- do store_raw_result('main', message='left as it is (' ~ flag ~ ')', code=none, rows_affected=none, agate_table=none) -%}
+  {{ log('dbt_ivm: ' ~ model.name ~ ': ' ~ flag ~ ' hides upstream rows: left ' ~ existing ~ ' as it is (the next run without '
+      ~ flag ~ ' refreshes it) in ' ~ dbt_ivm._ivm_seconds_since(started_at) ~ ' s', info=true) }}
+  {{ run_hooks(post_hooks) }}
+  {{ return({'relations': [target]}) }}
 {% endmacro %}
 
 {#- A refresh that found nothing changed since the last successful one: nothing to write
