@@ -67,6 +67,7 @@
 {#- The full path: the model SQL (a model that cannot be maintained) or the refresh
     template over upstream snapshots at the versions read up to. -#}
 {% macro _ivm_refresh_full(target, existing, sql, analysis, inputs, versions_to, reason, settings, entry) %}
+  {%- do dbt_ivm._ivm_check_contract(model, sql) -%}
   {%- set build_sql = sql -%}
   {%- if inputs is not none -%}
     {%- set relations = {} -%}
@@ -125,6 +126,7 @@
 {% macro _ivm_run_with_hidden_rows(model, target, existing, sql, flag) %}
   {%- set started_at = modules.datetime.datetime.utcnow() -%}
   {{ run_hooks(pre_hooks) }}
+  {#- dbt's CREATE VIEW checks an enforced contract itself -#}
   {%- if existing is none or existing.type == 'view' -%}
     {%- set view = target.incorporate(type='view') -%}
     {%- call statement('main') -%}{{ get_create_view_as_sql(view, sql) }}{%- endcall -%}
@@ -134,6 +136,7 @@
     {{ run_hooks(post_hooks) }}
     {{ return({'relations': [view]}) }}
   {%- endif -%}
+  {%- do dbt_ivm._ivm_check_contract(model, sql) -%}
   {%- do store_raw_result('main', message='left as it is (' ~ flag ~ ')', code=none, rows_affected=none, agate_table=none) -%}
   {{ log('dbt_ivm: ' ~ model.name ~ ': ' ~ flag ~ ' hides upstream rows: left ' ~ existing ~ ' as it is (the next run without '
       ~ flag ~ ' refreshes it) in ' ~ dbt_ivm._ivm_seconds_since(started_at) ~ ' s', info=true) }}

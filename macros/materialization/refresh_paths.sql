@@ -68,6 +68,7 @@
   {%- if settings.get('file_format') == 'delta' -%}
     {%- do dbt_ivm._ivm_delta_build(target, existing, existing_is_delta, build_sql, settings.partition_by, properties,
         settings.location) -%}
+    {%- do dbt_ivm._ivm_add_contract_constraints(model, target) -%}
   {%- elif settings.partition_by -%}
     {%- if existing is not none -%}{%- do adapter.drop_relation(existing) -%}{%- endif -%}
     {%- call statement('main') -%}

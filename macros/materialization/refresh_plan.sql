@@ -64,6 +64,8 @@
   {%- set layout = tojson(settings.partition_by) ~ (' delta' if settings.file_format == 'delta' else '') ~
       (' ' ~ tojson(settings.tblproperties) if settings.tblproperties else '') ~
       (' ' ~ settings.location if settings.location else '') -%}
+  {%- set contract = dbt_ivm._ivm_contract_signature(model) -%}
+  {%- set layout = layout ~ (' contract ' ~ contract if contract else '') -%}
   {%- set definition_hash = local_md5(words | join(' ') ~ tojson(declarations) ~ layout) -%}
   {#- the equalities the query joins its upstreams on: a small change cuts the others by them -#}
   {%- set loose = [] -%}

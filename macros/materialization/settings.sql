@@ -106,3 +106,49 @@
              'persist_docs': {'relation': persist_docs.get('relation') is sameas true,
                               'columns': persist_docs.get('columns') is sameas true}}) }}
 {% endmacro %}
+
+{#- The model's enforced dbt contract as text: each column's name, data type and
+    constraints, then the model-level constraints (descriptions left out); none without an
+    enforced contract. It is part of the definition hash: a changed contract rebuilds the
+    table, and a full build checks it (_ivm_check_contract). -#}
+{% macro _ivm_contract_signature(model) %}
+  {%- if not model.get('contract', {}).get('enforced') -%}{{ return(none) }}{%- endif -%}
+  {%- set columns = [] -%}
+  {%- for name, c in model.columns.items() -%}
+    {%- do columns.append([name, c.get('data_type'), c.get('constraints') or []]) -%}
+  {%- endfor -%}
+  {{ return(tojson([columns, model.get('constraints') or []])) }}
+{% endmacro %}
+
+{#- An enforced contract: the columns and types the SQL yields must be the YAML's, checked
+    with dbt's own macro (its error lists the differences) before the table is written. -#}
+{% macro _ivm_check_contract(model, sql) %}
+  {%- if model.get('contract', {}).get('enforced') -%}{%- do get_assert_columns_equivalent(sql) -%}{%- endif -%}
+{% endmacro %}
+
+{#- An enforced contract's constraints on a Delta table (parquet tables have none), added
+    after each of its full builds (a CREATE OR REPLACE drops them) as Delta CHECK
+    constraints, which Delta then enforces on every refresh's write: each `check`, and each
+    `not_null` column as `<column> is not null` (named `<column>_not_null`: Spark cannot
+    make an existing column NOT NULL). Spark enforces no other type: a warning names them. -#}
+{% macro _ivm_add_contract_constraints(model, target) %}
+  {%- if not model.get('contract', {}).get('enforced') -%}{{ return(none) }}{%- endif -%}
+  {%- set checks = [] -%}
+  {%- set owners = [[none, model.get('constraints') or []]] -%}
+  {%- for name, column in model.columns.items() -%}{%- do owners.append([name, column.get('constraints') or []]) -%}{%- endfor -%}
+  {%- for column, constraints in owners -%}
+    {%- for c in constraints -%}
+      {%- if c.type == 'check' and c.expression -%}
+        {%- do checks.append([c.name or ('check_' ~ local_md5(c.expression)[:12]), c.expression]) -%}
+      {%- elif c.type == 'not_null' and column -%}
+        {%- do checks.append([c.name or (column ~ '_not_null'), adapter.quote(column) ~ ' is not null']) -%}
+      {%- else -%}
+        {%- do exceptions.warn('dbt_ivm: model ' ~ model.name ~ ': its contract\'s ' ~ c.type ~ ' constraint' ~
+            (' on ' ~ column if column else '') ~ ' is not enforced: Spark enforces check and not_null constraints, on Delta') -%}
+      {%- endif -%}
+    {%- endfor -%}
+  {%- endfor -%}
+  {%- for name, expression in checks -%}
+    {%- do run_query('alter table ' ~ target ~ ' add constraint ' ~ adapter.quote(name) ~ ' check (' ~ expression ~ ')') -%}
+  {%- endfor -%}
+{% endmacro %}
