@@ -29,13 +29,18 @@ MODELS = {
         from {{ source('shop', 'orders') }} o
         join {{ source('shop', 'customers') }} c on c.id = o.customer_id
         """,
+    # an ivm model on an ivm model, whose table an --empty run may not have built yet
+    "region_totals": """\
+        {{ config(materialized='ivm') }}
+        select region, count(*) as n, sum(amount) as total from {{ ref('order_regions') }} group by region
+        """,
     # a plain model downstream, which an --empty run builds from the ivm model's view
     "region_counts": """\
         {{ config(materialized='table') }}
         select region, count(*) as n from {{ ref('order_regions') }} group by region
         """,
 }
-IVM = ["order_totals", "order_regions"]
+IVM = ["order_totals", "order_regions", "region_totals"]
 RECENT = "current_timestamp() - interval 1 hour"
 
 
@@ -102,6 +107,11 @@ def test_empty_run_creates_views_and_the_next_run_builds_the_tables(shop) -> Non
         assert not project.refresh_log(model), "an --empty run must not record a state"
     assert project.spark.table(f"{project.schema}.order_totals").columns == ["customer_id", "n", "total"]
     assert count(project, "region_counts") == 0
+
+    # a run without the flag of the ivm model on top alone: its upstream is still a view
+    project.run("--select", "region_totals")
+    assert table_type(project, "region_totals") == "VIEW"
+    assert not project.refresh_log("region_totals")
 
     project.run()
     for model in IVM:

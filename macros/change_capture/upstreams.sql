@@ -118,11 +118,11 @@
     a DESCRIBE: the refresh describes it once its version moved or it writes anyway, and
     raises IVM031 then if its feed is off (_ivm_check_detected_feed); a no-op needs
     neither, as turning the feed off is a commit. Returns the upstreams. -#}
-{% macro ivm_detect_change_feeds(model, upstreams, defer=false) %}
-  {{ return(adapter.dispatch('ivm_detect_change_feeds', 'dbt_ivm')(model, upstreams, defer)) }}
+{% macro ivm_detect_change_feeds(model, upstreams, defer=false, hidden_rows=false) %}
+  {{ return(adapter.dispatch('ivm_detect_change_feeds', 'dbt_ivm')(model, upstreams, defer, hidden_rows)) }}
 {% endmacro %}
 
-{% macro default__ivm_detect_change_feeds(model, upstreams, defer=false) %}
+{% macro default__ivm_detect_change_feeds(model, upstreams, defer=false, hidden_rows=false) %}
   {%- do dbt_ivm._ivm_list_sources(upstreams) -%}
   {%- for up in upstreams if up.feed in ('detect', 'ivm') -%}
     {%- set r = up.relation -%}
@@ -131,6 +131,11 @@
       {{ exceptions.raise_compiler_error("Model '" ~ model.name ~ "': upstream " ~ up.name ~ ' (' ~ r ~
           ') does not exist. Build or load it first.') }}
     {%- endif -%}
+    {#- an --empty or --sample run left a view where the ivm model's table will be: no row
+        key to read, and this run reads no changes -#}
+    {%- set found = adapter.get_relation(database=r.database, schema=r.schema, identifier=r.identifier)
+        if hidden_rows and up.feed == 'ivm' else none -%}
+    {%- if found is not none and found.type == 'view' -%}{%- continue -%}{%- endif -%}
     {%- if defer and up.feed == 'detect' and 'Provider: delta' in listed -%}
       {%- do up.update({'feed': 'delta', 'feed_unverified': true}) -%}
       {%- continue -%}

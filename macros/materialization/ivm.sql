@@ -10,17 +10,18 @@
   {#- validate: settings, upstream declarations, the SQL -#}
   {%- set settings = dbt_ivm._ivm_model_settings(model) -%}
   {%- do dbt_ivm._ivm_check_grants(model) -%}
-  {#- a model rebuilt when it cannot be maintained finds the feeds before its analysis -#}
-  {%- set upstreams = dbt_ivm.ivm_detect_change_feeds(model, dbt_ivm.ivm_upstreams(model), settings.on_unsupported != 'full_rebuild') -%}
   {#- --empty / --sample: dbt rendered the upstreams as subqueries that hide rows; the
       definition is checked with them as written, and nothing is refreshed or recorded -#}
   {%- set hidden = dbt_ivm._ivm_hidden_upstream_rows(model, sql) -%}
+  {#- a model rebuilt when it cannot be maintained finds the feeds before its analysis -#}
+  {%- set upstreams = dbt_ivm.ivm_detect_change_feeds(model, dbt_ivm.ivm_upstreams(model), settings.on_unsupported != 'full_rebuild',
+      hidden is not none) -%}
   {%- set analysis = dbt_ivm.ivm_analyze(hidden.definition_sql if hidden else sql, upstreams, settings.unique_key) -%}
   {%- if analysis.issues and settings.on_unsupported != 'full_rebuild' -%}
     {{ exceptions.raise_compiler_error(dbt_ivm._ivm_format_issues(model.name, analysis.issues)) }}
   {%- endif -%}
   {%- if hidden -%}
-    {{ return(dbt_ivm._ivm_run_with_hidden_rows(model, target_relation, existing, sql, hidden.flag)) }}
+    {{ return(dbt_ivm._ivm_run_with_hidden_rows(model, target_relation, existing, sql, hidden)) }}
   {%- endif -%}
   {#- a parquet table that ivm models read writes its own change log -#}
   {%- set writes_log = dbt_ivm._ivm_writes_change_log(model, settings) -%}
@@ -89,12 +90,13 @@
   {%- do dbt_ivm._ivm_build_full(target, existing, build_sql, definition, settings, entry, sized) -%}
 {% endmacro %}
 
-{#- {flag, definition_sql} when this run renders some upstream with rows hidden (dbt's
-    --empty: `where false limit 0`; --sample: an event-time filter), else none.
-    definition_sql: the model's SQL with each such upstream as the plain relation, which
-    is how every other run renders it. -#}
+{#- {why, short, definition_sql} when this run would read upstream rows hidden: dbt renders
+    some upstream as a subquery that hides rows (--empty: `where false limit 0`; --sample:
+    an event-time filter), or an upstream ivm model is still a view (such a run left it, or
+    its first ivm run is still to come). Else none. definition_sql: the model's SQL with
+    each such rendering replaced by the plain relation, as every other run renders it. -#}
 {% macro _ivm_hidden_upstream_rows(model, sql) %}
-  {%- set ns = namespace(sql=sql, hidden=false) -%}
+  {%- set ns = namespace(sql=sql, flag=none, view=none) -%}
   {%- for uid in model.depends_on.nodes -%}
     {%- set node = graph.nodes.get(uid) or graph.sources.get(uid) -%}
     {%- if node is none or node.resource_type not in ('model', 'seed', 'source', 'snapshot') -%}{%- continue -%}{%- endif -%}
@@ -107,23 +109,31 @@
     {%- endif -%}
     {%- set rendered = relation | string -%}
     {%- if rendered != relation.render() -%}
-      {%- set ns.hidden = true -%}
+      {%- set ns.flag = '--empty' if flags.EMPTY else '--sample' -%}
       {%- set ns.sql = ns.sql.replace(rendered, relation.render()) -%}
+    {%- elif node.resource_type == 'model' and node.config.get('materialized') == 'ivm' and ns.view is none -%}
+      {%- set found = adapter.get_relation(database=relation.database, schema=relation.schema, identifier=relation.identifier) -%}
+      {%- if found is not none and found.type == 'view' -%}{%- set ns.view = node.name -%}{%- endif -%}
     {%- endif -%}
   {%- endfor -%}
-  {%- if not ns.hidden -%}{{ return(none) }}{%- endif -%}
-  {{ return({'flag': '--empty' if flags.EMPTY else '--sample', 'definition_sql': ns.sql}) }}
+  {%- if ns.flag -%}
+    {{ return({'why': ns.flag ~ ' hides upstream rows', 'short': ns.flag, 'definition_sql': ns.sql}) }}
+  {%- elif ns.view -%}
+    {{ return({'why': 'upstream ' ~ ns.view ~ ' is a view, not yet its ivm table (an --empty or --sample run left it, or its '
+               'first ivm run is still to come)', 'short': 'upstream ' ~ ns.view ~ ' is a view', 'definition_sql': ns.sql}) }}
+  {%- endif -%}
+  {{ return(none) }}
 {% endmacro %}
 
-{#- A run whose upstreams hide rows (--empty, --sample) must not become the table's state:
-    an ivm table holds the whole definition, and later runs apply only the changes since
-    the versions its state records. A missing table (or the view an earlier such run left)
-    becomes a view of the model's SQL as this run renders it, so that models built after
-    it in the same run can read its columns; the next run without the flag replaces it
-    with the table ('replacing a view'). An existing table is left as it is, as dbt's
-    incremental models are: the next run refreshes it. Nothing is logged to the refresh
-    log and no lease is taken. -#}
-{% macro _ivm_run_with_hidden_rows(model, target, existing, sql, flag) %}
+{#- A run that would read upstream rows hidden (see _ivm_hidden_upstream_rows) must not
+    become the table's state: an ivm table holds the whole definition, and later runs apply
+    only the changes since the versions its state records. A missing table (or the view an
+    earlier such run left) becomes a view of the model's SQL as this run renders it, so that
+    models built after it in the same run can read its columns; the next run that reads
+    whole upstreams replaces it with the table ('replacing a view'). An existing table is
+    left as it is, as dbt's incremental models are: that next run refreshes it. Nothing is
+    logged to the refresh log and no lease is taken. -#}
+{% macro _ivm_run_with_hidden_rows(model, target, existing, sql, hidden) %}
   {%- set started_at = modules.datetime.datetime.utcnow() -%}
   {{ run_hooks(pre_hooks) }}
   {#- dbt's CREATE VIEW checks an enforced contract itself -#}
@@ -131,15 +141,15 @@
     {%- set view = target.incorporate(type='view') -%}
     {%- call statement('main') -%}{{ get_create_view_as_sql(view, sql) }}{%- endcall -%}
     {%- do dbt_ivm._ivm_apply_grants(view, existing, true) -%}
-    {{ log('dbt_ivm: ' ~ model.name ~ ': ' ~ flag ~ ' hides upstream rows: created ' ~ view ~ ' as a view of the model SQL; '
-        'the next run without ' ~ flag ~ ' builds the table in full', info=true) }}
+    {{ log('dbt_ivm: ' ~ model.name ~ ': ' ~ hidden.why ~ ': created ' ~ view ~ ' as a view of the model SQL, recording no '
+        'state; the next run that reads whole upstreams builds the table in full', info=true) }}
     {{ run_hooks(post_hooks) }}
     {{ return({'relations': [view]}) }}
   {%- endif -%}
   {%- do dbt_ivm._ivm_check_contract(model, sql) -%}
-  {%- do store_raw_result('main', message='left as it is (' ~ flag ~ ')', code=none, rows_affected=none, agate_table=none) -%}
-  {{ log('dbt_ivm: ' ~ model.name ~ ': ' ~ flag ~ ' hides upstream rows: left ' ~ existing ~ ' as it is (the next run without '
-      ~ flag ~ ' refreshes it) in ' ~ dbt_ivm._ivm_seconds_since(started_at) ~ ' s', info=true) }}
+  {%- do store_raw_result('main', message='left as it is (' ~ hidden.short ~ ')', code=none, rows_affected=none, agate_table=none) -%}
+  {{ log('dbt_ivm: ' ~ model.name ~ ': ' ~ hidden.why ~ ': left ' ~ existing ~ ' as it is, recording no state (the next run '
+      'that reads whole upstreams refreshes it) in ' ~ dbt_ivm._ivm_seconds_since(started_at) ~ ' s', info=true) }}
   {{ run_hooks(post_hooks) }}
   {{ return({'relations': [target]}) }}
 {% endmacro %}
