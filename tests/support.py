@@ -415,6 +415,18 @@ THREE_TABLES = {
 }
 
 
+def format_project(
+    request: pytest.FixtureRequest, project_factory: Callable[[str], IvmProject], name: str
+) -> tuple[IvmProject, str]:
+    """The project of a module fixture parametrized by storage format (request.param,
+    'parquet' or 'delta'), and the format; on Delta the `delta` fixture first, which in CI
+    fails rather than skips when the jars are missing."""
+    fmt = request.param
+    if fmt == "delta":
+        request.getfixturevalue("delta")
+    return project_factory(f"{name}_{fmt}"), fmt
+
+
 def on_delta(models: dict[str, str]) -> dict[str, str]:
     """The same ivm models stored as Delta."""
     return {

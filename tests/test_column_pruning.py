@@ -13,7 +13,7 @@ import pytest
 from dbt_ivm.changelog import Op
 from dbt_ivm.macro_runtime import Column
 from tests.manifests import package_runtime
-from tests.support import IvmProject, sources_yaml
+from tests.support import IvmProject, format_project, sources_yaml
 from tests.test_analyzer import upstreams
 
 
@@ -86,10 +86,7 @@ MODELS = {
 
 @pytest.fixture(scope="module", params=["parquet", "delta"])
 def shop(request: pytest.FixtureRequest, project_factory) -> Iterator[tuple[IvmProject, Any]]:
-    fmt = request.param
-    if fmt == "delta":
-        request.getfixturevalue("delta")
-    project = project_factory(f"pruning_{fmt}")
+    project, fmt = format_project(request, project_factory, "pruning")
     rows = [{"id": i, "price": float(i), "note": f"n{i}"} for i in range(6)]
     items, declared = project.tracked_table(
         fmt, "items", "id bigint, price double, note string", rows, ["id"]

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from dbt_ivm.changelog import Op
-from tests.support import IvmProject, on_delta
+from tests.support import IvmProject, format_project, on_delta
 
 MODELS = {
     "order_totals": """\
@@ -61,10 +61,7 @@ def sources(raw: str, declared: dict[str, str]) -> str:
 
 @pytest.fixture(scope="module", params=["parquet", "delta"])
 def shop(request: pytest.FixtureRequest, project_factory) -> Iterator[tuple[IvmProject, Any]]:
-    fmt = request.param
-    if fmt == "delta":
-        request.getfixturevalue("delta")
-    project = project_factory(f"hidden_{fmt}")
+    project, fmt = format_project(request, project_factory, "hidden")
     # half the orders placed now (inside any --sample window), half a year ago
     now = project.spark.sql(f"select {RECENT} as t").collect()[0].t
     old = project.spark.sql("select timestamp'2026-01-01 00:00:00' as t").collect()[0].t
