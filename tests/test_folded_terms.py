@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from dbt_ivm.changelog import Op
-from tests.support import IvmProject
+from tests.support import IvmProject, format_project
 
 LINES = "{{ source('shop', 'lines') }}"
 ORDERS = "{{ source('shop', 'orders') }}"
@@ -47,10 +47,7 @@ TAG_FILTER = "where abs(__ivm_sign_"
 
 @pytest.fixture(scope="module", params=["parquet", "delta"])
 def shop(request: pytest.FixtureRequest, project_factory) -> Iterator[tuple[IvmProject, dict[str, Any], str]]:
-    fmt = request.param
-    if fmt == "delta":
-        request.getfixturevalue("delta")
-    project = project_factory(f"folded_{fmt}")
+    project, fmt = format_project(request, project_factory, "folded")
     customers = [{"id": i, "region": [None, "EU", "US"][i % 3]} for i in range(1, 7)]
     orders = [{"id": i, "cid": 1 + i % 6, "grp": "ab"[i % 2]} for i in range(1, 13)]
     lines = [{"id": i, "oid": 1 + i % 12, "qty": i % 4 or None} for i in range(1, 31)]

@@ -16,7 +16,7 @@ import pytest
 
 from dbt_ivm.changelog import Op, sql_literal
 from tests.manifests import package_runtime
-from tests.support import IvmProject, sources_yaml
+from tests.support import IvmProject, format_project, sources_yaml
 
 EVENTS = "id bigint, grp int, at timestamp, day date, ok boolean, amount decimal(12,3), note string"
 EVENTS_NAMES = ("id", "grp", "at", "day", "ok", "amount", "note")
@@ -83,10 +83,7 @@ def row(i: int, **values: Any) -> dict[str, Any]:
 
 @pytest.fixture(scope="module", params=["parquet", "delta"])
 def shop(request: pytest.FixtureRequest, project_factory) -> Iterator[tuple[IvmProject, Any, Any, str]]:
-    fmt = request.param
-    if fmt == "delta":
-        request.getfixturevalue("delta")
-    project = project_factory(f"listed_{fmt}")
+    project, fmt = format_project(request, project_factory, "listed")
     events_rows = [row(i) for i in range(10, 20)]
     tags_rows = [{"tag_id": i, "event_id": 10 + i % 10, "weight": i / 3} for i in range(15)]
     events, events_declared = project.tracked_table(fmt, "events", EVENTS, events_rows, ["id"])

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from dbt_ivm.changelog import Op
-from tests.support import IvmProject, sources_yaml
+from tests.support import IvmProject, format_project, sources_yaml
 
 AGGREGATE = """\
     {{ config(materialized='ivm', file_format=var('format')) }}
@@ -82,10 +82,7 @@ COLUMN = {"by_region": 0, "order_regions": 1, "regional_orders": 2, "customer_to
 
 @pytest.fixture(scope="module", params=["parquet", "delta"])
 def shop(request: pytest.FixtureRequest, project_factory) -> Iterator[tuple[IvmProject, Any, str, Any]]:
-    fmt = request.param
-    if fmt == "delta":
-        request.getfixturevalue("delta")
-    project = project_factory(f"budget_{fmt}")
+    project, fmt = format_project(request, project_factory, "budget")
     orders_rows = [{"order_id": i, "customer_id": i % 3, "amount": float(i)} for i in range(20)]
     customer_rows = [{"customer_id": i, "region": f"r{i % 2}"} for i in range(3)]
     # on Delta orders is found to be a change feed by its listing, customers declared one:
