@@ -27,11 +27,9 @@ from dbt_ivm.runner import DbtProject, failure_text, sent_sql
 # one shuffle partition and one Delta snapshot partition avoid idle tasks; expressions are
 # interpreted and plans run without whole-stage code generation or adaptive re-planning
 # (compiling generated classes, and the JIT compiling them again, took a quarter of the
-# JVM's CPU; results do not depend on these). The parallel collector spends less of the
-# two cores than G1's concurrent marking did (a module ran 6-14% faster). `make bench`,
-# `make demo` and the SF 0.1 benchmark test (fixture `spark_defaults`) keep Spark's defaults.
+# JVM's CPU; results do not depend on these). `make bench`, `make demo` and the SF 0.1
+# benchmark test (fixture `spark_defaults`) keep Spark's defaults.
 TEST_SPARK_CONF: dict[str, str] = {
-    "spark.driver.extraJavaOptions": "-XX:+UseParallelGC",
     "spark.sql.shuffle.partitions": "1",
     "spark.databricks.delta.snapshotPartitions": "1",
     "spark.sql.codegen.wholeStage": "false",

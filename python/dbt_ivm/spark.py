@@ -33,8 +33,6 @@ SPARK_CONF: dict[str, str] = {
     "spark.ui.showConsoleProgress": "false",
 }
 
-JAVA_OPTIONS = "spark.driver.extraJavaOptions"
-
 DELTA_JARS = Path(__file__).resolve().parents[2] / ".delta-jars"
 DELTA_SQL_CONF: dict[str, str] = {
     "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
@@ -60,11 +58,8 @@ def delta_conf(jars: Path = DELTA_JARS) -> dict[str, str]:
 
 
 def home_conf(home: Path, extra_conf: dict[str, str] | None, delta: bool) -> dict[str, str]:
-    """Settings of a local Spark with its warehouse and Derby metastore under `home`; JVM
-    options in `extra_conf` are added to the metastore's."""
+    """Settings of a local Spark with its warehouse and Derby metastore under `home`."""
     home.mkdir(parents=True, exist_ok=True)
-    extra = dict(extra_conf or {})
-    java_options = [f"-Dderby.system.home={home}", extra.pop(JAVA_OPTIONS, "")]
     return {
         **SPARK_CONF,
         **({**delta_conf(), **DELTA_LOCAL_CONF} if delta else {}),
@@ -72,8 +67,8 @@ def home_conf(home: Path, extra_conf: dict[str, str] | None, delta: bool) -> dic
         "spark.hadoop.javax.jdo.option.ConnectionURL": (
             f"jdbc:derby:;databaseName={home / 'metastore_db'};create=true"
         ),
-        JAVA_OPTIONS: " ".join(o for o in java_options if o),
-        **extra,
+        "spark.driver.extraJavaOptions": f"-Dderby.system.home={home}",
+        **(extra_conf or {}),
     }
 
 
