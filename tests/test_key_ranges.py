@@ -353,7 +353,9 @@ def test_a_row_key_column_is_listed_from_the_row_keys(runtime: Runtime) -> None:
 
 def test_small_changes_list_their_keys_in_the_counting_pass(runtime: Runtime) -> None:
     """A Delta change whose commits tell their rows, up to 10 times the list maximum, is
-    listed by aggregates of the counting pass; a larger or untold one by subqueries."""
+    listed by aggregates of the counting pass; a larger one by subqueries; an untold one
+    (or a change log's) by aggregates under a gate on its counted window; a diff's by
+    subqueries."""
     p = changed_orders(runtime, ["o_id"], [Column("o_id", "bigint")])
     listing = runtime.macro("_ivm_key_listing")
 
@@ -367,10 +369,14 @@ def test_small_changes_list_their_keys_in_the_counting_pass(runtime: Runtime) ->
     assert p["change_bound"] == 5007
     p["up"]["recent_commits"][3]["rows"] = 100_000
     assert not inline(p)
+    gate = {"row": "__ivm_size <= 100000", "all": "max(__ivm_size) <= 100000"}
     p["up"]["recent_commits"][3]["rows"] = None
+    assert inline(p) == gate
+    p["up"]["feed"] = None
+    assert inline(p) == gate
+    p["up"]["feed"] = "diff"
     assert not inline(p)
     p["up"]["feed"] = None
-    assert not inline(p)
     ids = runtime.macro("_ivm_changed_ids_sql")(p, True)
     assert ids == f"to_json(slice(collect_set(array(cast(`o_id` as string))), 1, {over_max(runtime)}))"
     ranged = {"k": {"name": "K", "type": "bigint", "partners": ["1.x"]}}
@@ -399,7 +405,19 @@ def test_key_lists_in_the_counting_pass_equal_the_subqueries(runtime: Runtime, s
     inline = spark.sql(f"select {one_pass} from {view} __ivm_c").first()
     subqueries = f"{ids(p)} as ids, {key_sets(ranged, view + ' __ivm_s', 'true', '__ivm_new', True)} as keys"
     apart = spark.sql(f"select {subqueries}").first()
-    assert inline is not None and apart is not None
+    # under a gate on the window's size: the same lists when it admits the change, NULL when not
+    gate = {"row": "__ivm_size <= 5", "all": "max(__ivm_size) <= 5"}
+    gated = f"{ids(p, gate)} as ids, {key_sets(ranged, view, 'true', '__ivm_new', True, gate)} as keys"
+    sized = [
+        spark.sql(f"select {gated} from (select *, {size} as __ivm_size from {view} __ivm_z) __ivm_c").first()
+        for size in (n, 6)
+    ]
+    assert inline is not None and apart is not None and sized[0] is not None and sized[1] is not None
+    if n <= 5:
+        assert (sized[0].ids, sized[0]["keys"]) == (inline.ids, inline["keys"])
+    else:
+        assert sized[0].ids is None and sized[0]["keys"]["k"] is None
+    assert sized[1].ids is None and sized[1]["keys"]["k"] is None
     listed = [sorted(map(tuple, json.loads(r.ids))) for r in (inline, apart)]
     keys = [sorted(json.loads(r["keys"]["k"])) for r in (inline, apart)]
     # new images' K where __ivm_new, old images' K, never NULL

@@ -1,9 +1,10 @@
 """A small change set is read once (macros/change_capture/change_sets.sql): for a Delta change
-feed whose commits tell its change is small, the change count fetches the netted rows as
-text and the refresh reads them as literal rows from then on. Values of every listed type,
-NULLs and awkward text come back exactly (the tables equal their definitions); an upstream
-with a column that has no exact text form (a double), a change above the limit and a
-parquet change log are read from their change data as before."""
+feed whose commits tell its change is small, or a change log whose window the change count
+counts to be small, the change count fetches the netted rows as text and the refresh reads
+them as literal rows from then on. Values of every listed type, NULLs and awkward text come
+back exactly (the tables equal their definitions); an upstream with a column that has no
+exact text form (a double) and a change above the limit are read from their change data as
+before."""
 
 from __future__ import annotations
 
@@ -115,9 +116,8 @@ def writes(sent: list[str]) -> list[str]:
 
 def test_listed_values_come_back_exactly(shop) -> None:
     """Odd values inserted, updated to and deleted from: every model equals its definition.
-    On Delta only the change count reads the change data of events (listable), while the
-    writes after it still read that of tags (a double column); on parquet, whose change
-    logs tell nothing of their size up front, the writes read both."""
+    Only the change count reads the change data of events (listable), while the writes
+    after it still read that of tags (a double column), on both formats."""
     project, events, tags, fmt = shop
     events.apply([Op("insert", r) for r in ODD])
     events.apply(
@@ -138,7 +138,7 @@ def test_listed_values_come_back_exactly(shop) -> None:
         assert project.last_path(model) == "incremental", project.last_refresh(model)
         assert writes(sent[model]), model
         rereads = [s for s in writes(sent[model]) if change_reads(project, fmt, "events") in s]
-        assert bool(rereads) == (fmt == "parquet"), model
+        assert not rereads, model
     assert [s for s in writes(sent["events_tagged"]) if change_reads(project, fmt, "tags") in s]
     project.assert_consistent(list(MODELS), "after odd values were inserted, updated to and deleted")
     copied = project.spark.sql(f"select note from {project.schema}.events_copy where id = 3").collect()
@@ -166,8 +166,9 @@ def test_a_change_set_above_the_listing_limit_is_read_from_the_change_data(shop)
     sent = project.statements()
     assert [s for s in writes(sent["by_day"]) if change_reads(project, fmt, "events") in s]
     project.assert_consistent(list(MODELS), "after 1,001 inserted rows")
-    # above the listing limit, the key lists of a Delta change whose commits bound it are
-    # collected in the counting pass (collect_set) instead of subqueries that net it again
+    # above the listing limit, the key lists of a change whose commits bound it (Delta) or
+    # whose window is counted (parquet) are collected in the counting pass (collect_set)
+    # instead of subqueries that net it again
     assert_lists_in_counting_pass(sent["events_by_group"], fmt)
 
     # updated (new and old images, a join column moved) and deleted above the limit
@@ -185,12 +186,14 @@ def test_a_change_set_above_the_listing_limit_is_read_from_the_change_data(shop)
 
 
 def assert_lists_in_counting_pass(sent: list[str], fmt: str) -> None:
-    """The one change count of a refresh collects its key lists in its own pass (Delta,
-    whose commits bound the change) or in subqueries (parquet)."""
+    """The one change count of a refresh collects its key lists in its own pass, never in
+    subqueries: on Delta the commits bound the change, on parquet the pass counts the
+    change log's window and collects under that gate."""
     counts = [t for t in sent if t.startswith("select to_json(array(")]
     assert len(counts) == 1
-    assert ("collect_set(" in counts[0]) == (fmt == "delta")
-    assert ("select distinct" in counts[0]) == (fmt == "parquet")
+    assert "collect_set(" in counts[0]
+    assert "select distinct" not in counts[0]
+    assert ("max(__ivm_size) <= 100000" in counts[0]) == (fmt == "parquet")
 
 
 def test_the_bound_on_a_delta_change_comes_from_the_commits_metrics() -> None:

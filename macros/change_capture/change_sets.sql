@@ -338,16 +338,40 @@ where ({{ problem }}) is not null or ((not f.__ivm_is_new or l.__ivm_is_new)
   {{ return(n.rows) }}
 {% endmacro %}
 
+{#- How the counting pass may collect a list of up to `most` of p's change rows (or their
+    values) whatever the change holds: true when p.change_bound shows them that few, false
+    when it shows more or the change cannot be counted apart from its netting (a diff
+    upstream). Otherwise a gate {row, all} over the column __ivm_size the counting pass
+    adds (_ivm_change_size_sql: the rows of p's change-log window, which netting can only
+    shrink): `row` lets a row into the aggregate only when the window holds at most `most`
+    rows, and `all` is true only then, so that the list is NULL (not listed) instead of
+    empty when it did not collect. -#}
+{% macro _ivm_change_gate(p, most) %}
+  {%- if p.change_bound is not none -%}{{ return(p.change_bound <= most) }}{%- endif -%}
+  {%- if p.up.kind != 'change_log' or p.up.get('feed') == 'diff' -%}{{ return(false) }}{%- endif -%}
+  {{ return({'row': '__ivm_size <= ' ~ most, 'all': 'max(__ivm_size) <= ' ~ most}) }}
+{% endmacro %}
+
+{#- The relation the counting pass reads p's change set from: p.change_view, with the
+    column __ivm_size (the rows of its change-log window, a scalar subquery evaluated once:
+    a scan of the window's versions, no netting) when its lists are gated (p.inline_lists,
+    see _ivm_key_listing). -#}
+{% macro _ivm_change_size_sql(p) %}
+  {%- if p.inline_lists is not mapping -%}{{ return(p.change_view) }}{%- endif -%}
+  {{ return('(select *, (select count(*) from (' ~ dbt_ivm._ivm_log_window(p.up, p['from'], p.to) ~ ') __ivm_w) as __ivm_size from '
+      ~ p.change_view ~ ' __ivm_z)') }}
+{% endmacro %}
+
 {#- The aggregate the change counts collect p's change set with, in their own pass over it:
     a JSON array of its rows as text (the columns, with_before the old image's, then
     __ivm_old and __ivm_new), NULL above _ivm_row_list_max(width) rows; none when they cannot be
-    listed or are not known to be few (p.change_bound, see _ivm_key_listing), which keeps
+    listed or are neither known to be few nor counted (see _ivm_change_gate), which keeps
     what the aggregate holds small whatever the change. -#}
 {% macro _ivm_changed_rows_sql(p, with_before) %}
   {%- set columns = p.row_columns -%}
-  {%- set bound = p.change_bound -%}
   {%- set most = dbt_ivm._ivm_row_list_max((columns or []) | length * (2 if with_before else 1) + 2) -%}
-  {%- if columns is none or bound is none or bound > most -%}{{ return(none) }}{%- endif -%}
+  {%- set gate = dbt_ivm._ivm_change_gate(p, most) -%}
+  {%- if columns is none or not gate -%}{{ return(none) }}{%- endif -%}
   {%- set texts = [] -%}
   {%- for c in columns -%}{%- do texts.append(dbt_ivm._ivm_row_text_sql(dbt_ivm._ivm_quote(c.name), c.data_type)) -%}{%- endfor -%}
   {%- for c in columns if with_before -%}
@@ -355,7 +379,18 @@ where ({{ problem }}) is not null or ((not f.__ivm_is_new or l.__ivm_is_new)
   {%- endfor -%}
   {%- do texts.append('cast(__ivm_old as string)') -%}
   {%- do texts.append('cast(__ivm_new as string)') -%}
-  {{ return('case when count(*) <= ' ~ most ~ ' then to_json(collect_list(array(' ~ texts | join(', ') ~ '))) end') }}
+  {{ return(dbt_ivm._ivm_gated_aggregate('case when count(*) <= ' ~ most ~ ' then to_json(collect_list({})) end',
+      'array(' ~ texts | join(', ') ~ ')', gate)) }}
+{% endmacro %}
+
+{#- SQL of the aggregate template fn ('{}' marks its argument) over value in the counting
+    pass, under gate (see _ivm_change_gate): true collects every row; a gate collects rows
+    only when the change is small enough and is NULL otherwise. -#}
+{% macro _ivm_gated_aggregate(fn, value, gate) %}
+  {%- if gate is mapping -%}
+    {{ return('case when ' ~ gate.all ~ ' then ' ~ fn | replace('{}', 'case when ' ~ gate.row ~ ' then ' ~ value ~ ' end') ~ ' end') }}
+  {%- endif -%}
+  {{ return(fn | replace('{}', value)) }}
 {% endmacro %}
 
 {#- p's change set from the counted text (see _ivm_changed_rows_sql), or none when it was not

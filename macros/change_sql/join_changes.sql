@@ -293,13 +293,14 @@
 
 {#- SQL of a JSON array of the distinct keys (the quoted columns `keys`) of relation, the text
     of their columns in an array per key, at most _ivm_key_list_max() + 1 of them: a scalar
-    subquery, or inline an aggregate over the rows of the query it is in. -#}
+    subquery, or inline an aggregate over the rows of the query it is in (under its gate
+    when it is one, see _ivm_change_gate). -#}
 {% macro _ivm_key_texts_sql(keys, relation, inline=false) %}
   {%- set texts = [] -%}
   {%- for k in keys -%}{%- do texts.append('cast(' ~ k ~ ' as string)') -%}{%- endfor -%}
   {%- set limit = dbt_ivm._ivm_key_list_max() + 1 -%}
   {%- if inline -%}
-    {{ return('to_json(slice(collect_set(array(' ~ texts | join(', ') ~ ')), 1, ' ~ limit ~ '))') }}
+    {{ return(dbt_ivm._ivm_gated_aggregate('to_json(slice(collect_set({}), 1, ' ~ limit ~ '))', 'array(' ~ texts | join(', ') ~ ')', inline)) }}
   {%- endif -%}
   {{ return('(select to_json(collect_list(array(' ~ texts | join(', ') ~ '))) from (select distinct ' ~ keys | join(', ')
       ~ ' from ' ~ relation ~ ' __ivm_i limit ' ~ limit ~ ') __ivm_d)') }}
@@ -569,7 +570,7 @@
     collects however large the change; more than the max means no list. source: the
     relation read (with its alias) and where: its filter; inline: aggregates of the
     counting pass over that relation instead (p.inline_lists, see _ivm_key_listing), where
-    filtering them. -#}
+    filtering them, under its gate when it is one (_ivm_change_gate). -#}
 {% macro _ivm_key_sets_sql(ranged, source, where, new_flag, with_old, inline=false) %}
   {%- if not ranged -%}{{ return('cast(map() as map<string, string>)') }}{%- endif -%}
   {%- set args = [] -%}
@@ -577,11 +578,13 @@
   {%- for col, r in ranged | dictsort -%}
     {%- set q = dbt_ivm._ivm_quote(r.name) -%}
     {%- if inline -%}
-      {%- set values = 'collect_set(case when (' ~ where ~ ') and (' ~ new_flag ~ ') then ' ~ q ~ ' end)' -%}
+      {%- set rows = ('(' ~ where ~ ') and ' ~ inline.row) if inline is mapping else where -%}
+      {%- set values = 'collect_set(case when (' ~ rows ~ ') and (' ~ new_flag ~ ') then ' ~ q ~ ' end)' -%}
       {%- if with_old -%}
-        {%- set values = 'array_union(' ~ values ~ ', collect_set(case when ' ~ where ~ ' then __ivm_before.' ~ q ~ ' end))' -%}
+        {%- set values = 'array_union(' ~ values ~ ', collect_set(case when ' ~ rows ~ ' then __ivm_before.' ~ q ~ ' end))' -%}
       {%- endif -%}
       {%- set listed = 'to_json(slice(transform(' ~ values ~ ', __ivm_v -> cast(__ivm_v as string)), 1, ' ~ limit ~ '))' -%}
+      {%- set listed = ('case when ' ~ inline.all ~ ' then ' ~ listed ~ ' end') if inline is mapping else listed -%}
     {%- else -%}
       {%- if with_old -%}
         {%- set pick = 'select distinct __ivm_key from ' ~ source ~ ' lateral view explode(array(case when ' ~ new_flag ~ ' then '
@@ -600,15 +603,16 @@
 {#- How the change count lists p's row keys, set on p once per changed upstream: p.id_types
     (see _ivm_listable_types; none without a change log), p.by_ids (see
     _ivm_ranged_by_ids), p.change_bound (see _ivm_change_rows_bound) and p.inline_lists:
-    whether the lists are aggregates of the counting pass over the change set (collect_set,
-    trimmed to the list maximum) instead of DISTINCT ... LIMIT subqueries that net the
-    change again, when the change rows are known to be few enough for the sets to stay
-    small whatever they hold. -#}
+    how the lists are collected (see _ivm_change_gate): as aggregates of the counting pass
+    over the change set (collect_set, trimmed to the list maximum), when the change rows
+    are known to be few enough for the sets to stay small whatever they hold (true), or
+    are counted in the same statement (a gate); else (false) by DISTINCT ... LIMIT
+    subqueries that net the change again. -#}
 {% macro _ivm_key_listing(p) %}
   {%- do p.update({'id_types': dbt_ivm._ivm_listable_types(p.columns, p.up.hidden | map(attribute='column') | list)
                    if p.up.kind == 'change_log' else none}) -%}
   {%- do p.update({'by_ids': dbt_ivm._ivm_ranged_by_ids(p), 'change_bound': dbt_ivm._ivm_change_rows_bound(p)}) -%}
-  {%- do p.update({'inline_lists': p.change_bound is not none and p.change_bound <= dbt_ivm._ivm_key_list_max() * 10}) -%}
+  {%- do p.update({'inline_lists': dbt_ivm._ivm_change_gate(p, dbt_ivm._ivm_key_list_max() * 10)}) -%}
 {% endmacro %}
 
 {#- The range columns of p that are columns of its row key, when its row keys can be listed

@@ -249,13 +249,15 @@
       {%- for col, r in p.ranged.items() if col not in p.by_ids -%}{%- do own.update({col: r}) -%}{%- endfor -%}
       {#- a small change's rows, collected in the same pass; its key lists then come from them -#}
       {%- set rows = dbt_ivm._ivm_changed_rows_sql(p, with_before) -%}
+      {#- rows known to be listed (not merely counted to be few, see _ivm_change_gate) -#}
+      {%- set sure = rows and p.change_bound is not none -%}
       {%- do counters.append('(select named_struct(\'rows\', count(*), \'old\', count_if(__ivm_old), \'new\', count_if(__ivm_new), '
           ~ '\'problem\', min(__ivm_problem), \'problems\', count(__ivm_problem), \'ranges\', '
           ~ dbt_ivm._ivm_key_ranges_sql(p.ranged, '__ivm_new', with_before) ~ ', \'keys\', '
-          ~ dbt_ivm._ivm_key_sets_sql({} if rows else own, p.change_view ~ ' __ivm_s', 'true', '__ivm_new', with_before, p.inline_lists)
-          ~ ', \'ids\', ' ~ (dbt_ivm._ivm_changed_ids_sql(p, p.inline_lists) if p.lists_ids and not rows else 'cast(null as string)')
+          ~ dbt_ivm._ivm_key_sets_sql({} if sure else own, p.change_view ~ ' __ivm_s', 'true', '__ivm_new', with_before, p.inline_lists)
+          ~ ', \'ids\', ' ~ (dbt_ivm._ivm_changed_ids_sql(p, p.inline_lists) if p.lists_ids and not sure else 'cast(null as string)')
           ~ ', \'rows_listed\', ' ~ (rows or 'cast(null as string)')
-          ~ ') from ' ~ p.change_view ~ ' __ivm_c)') -%}
+          ~ ') from ' ~ dbt_ivm._ivm_change_size_sql(p) ~ ' __ivm_c)') -%}
     {%- elif p.changed -%}
       {#- the same struct type as a change log's counter: array() needs one element type -#}
       {%- do counters.append('(select named_struct(\'rows\', count(*), \'old\', 0L, \'new\', count(*), '
