@@ -434,6 +434,13 @@ where ({{ problem }}) is not null or ((not f.__ivm_is_new or l.__ivm_is_new)
   {%- endfor -%}
   {%- set encoded = {} -%}
   {%- for col, values in sets.items() -%}{%- do encoded.update({col: tojson(values)}) -%}{%- endfor -%}
-  {{ return({'view': '(select ' ~ out | join(', ') ~ ' from (select explode(from_json(' ~ dbt_ivm._ivm_string_literal(text)
-      ~ ", 'array<array<string>>')) as __ivm_a) __ivm_l)", 'ids': tojson(ids), 'sets': encoded}) }}
+  {{ return({'view': dbt_ivm._ivm_text_rows_relation(text, out), 'ids': tojson(ids), 'sets': encoded}) }}
+{% endmacro %}
+
+{#- Rows listed as text (a JSON array of one array of texts per row, see _ivm_row_text_sql)
+    read back as a relation in FROM: one string literal, exploded; items are its select items,
+    SQL over __ivm_a (a row's array of texts). -#}
+{% macro _ivm_text_rows_relation(text, items) %}
+  {{ return('(select ' ~ items | join(', ') ~ ' from (select explode(from_json(' ~ dbt_ivm._ivm_string_literal(text)
+      ~ ", 'array<array<string>>')) as __ivm_a) __ivm_l)") }}
 {% endmacro %}

@@ -4,8 +4,8 @@
     the apply read: the keyed path its affected keys, and on parquet an aggregate its merged
     groups (or the affected ones), which the rewrite, the rows it replaces and the refresh
     log's counts would otherwise each compute from the change terms. Affected keys that are
-    few come back as a VALUES list in the SQL (_ivm_affected_keys); the rest go to a small
-    scratch table. A stage is {insert_view (a relation in FROM: the rows to insert), rewrite (rows
+    few come back as a VALUES list in the SQL (_ivm_affected_keys), merged groups as listed
+    rows (_ivm_listed_groups); the rest go to a small scratch table. A stage is {insert_view (a relation in FROM: the rows to insert), rewrite (rows
     are deleted), predicates (how to find the deleted rows in the table, see
     _ivm_join_delete_predicates), reason, reads_upstreams, delta (what the Delta apply
     needs), scratch (the scratch table it wrote, or none), counts (SQL of
@@ -25,7 +25,7 @@
     recompute the affected groups from the definition where a state cannot absorb the
     change (min/max after deletes or updates, HAVING, other aggregates). -#}
 {% macro _ivm_stage_aggregate_changes(spec, target, target_columns, plan, has_deletes, partitioned, edges=[], use_scratch=false,
-                                      few=false) %}
+                                      few=false, changed_rows=none) %}
   {#- the select list's output names in query order: a partitioned table keeps its
       partition columns last, its definition view keeps the query's order -#}
   {%- set named = adapter.get_columns_in_relation(dbt_ivm._ivm_definition_view(target)) if partitioned else target_columns -%}
@@ -42,13 +42,15 @@
     {%- set merged_view = '(' ~ dbt_ivm.ivm_aggregate_merge_sql(spec, target, target_columns, change_sql, keys, visible) ~ ')' -%}
     {%- set kept = '__ivm_count > 0' if keys else 'true' -%}
     {%- if use_scratch -%}
-      {#- the merged groups written once: the rewrite, the rows it replaces and the counts of
-          the refresh log read them there instead of evaluating the change terms each -#}
-      {%- set scratch = dbt_ivm._ivm_write_scratch(target, merged_view) -%}
-      {%- set counts = {'rows_deleted': '(select count_if(__ivm_existed) from ' ~ scratch ~ ')',
-                        'rows_inserted': '(select count_if(' ~ kept ~ ') from ' ~ scratch ~ ')'} -%}
-      {%- set change_sql = 'select * from ' ~ scratch -%}
-      {%- set merged_view = scratch -%}
+      {#- the merged groups computed once: the rewrite, the rows it replaces and the counts of
+          the refresh log read them as listed rows or from the scratch table instead of
+          evaluating the change terms each -#}
+      {%- set listed = dbt_ivm._ivm_listed_groups(merged_view, target_columns, changed_rows) -%}
+      {%- set scratch = none if listed else dbt_ivm._ivm_write_scratch(target, merged_view) -%}
+      {%- set merged_view = listed or scratch -%}
+      {%- set counts = {'rows_deleted': '(select count_if(__ivm_existed) from ' ~ merged_view ~ ' __ivm_g)',
+                        'rows_inserted': '(select count_if(' ~ kept ~ ') from ' ~ merged_view ~ ' __ivm_g)'} -%}
+      {%- set change_sql = 'select * from ' ~ merged_view ~ ' __ivm_g' -%}
     {%- endif -%}
     {%- set insert_view = '(select * from ' ~ merged_view ~ ' __ivm_m where ' ~ kept ~ ')' -%}
     {%- if spec.kind == 'distinct' -%}
@@ -151,6 +153,30 @@
   {%- endif -%}
   {%- set scratch = dbt_ivm._ivm_write_scratch(target, relation, file_format) -%}
   {{ return({'relation': scratch, 'scratch': scratch, 'literals': none, 'types': types}) }}
+{% endmacro %}
+
+{#- On parquet, an aggregate's merged groups (relation, whose columns are the table's,
+    target_columns, and __ivm_existed) read back as listed rows when the change is small
+    (changed_rows, its netted rows, at most _ivm_row_list_max of the group's width) and
+    every column has an exact text form (_ivm_row_text_kind): one query instead of the
+    scratch table's drop and create, and the statements after it read literals. Returns the
+    relation of the listed groups, or none (too many groups, or not listable): the caller
+    writes the scratch table. -#}
+{% macro _ivm_listed_groups(relation, target_columns, changed_rows) %}
+  {%- set most = dbt_ivm._ivm_row_list_max(target_columns | length + 1) -%}
+  {%- if changed_rows is none or changed_rows > most -%}{{ return(none) }}{%- endif -%}
+  {%- for c in target_columns if not dbt_ivm._ivm_row_text_kind(c.data_type) -%}{{ return(none) }}{%- endfor -%}
+  {%- set texts, items = [], [] -%}
+  {%- for c in target_columns -%}
+    {%- set q = dbt_ivm._ivm_quote(c.name) -%}
+    {%- do texts.append(dbt_ivm._ivm_row_text_sql(q, c.data_type)) -%}
+    {%- do items.append(dbt_ivm._ivm_row_value_sql('__ivm_a[' ~ loop.index0 ~ ']', c.data_type) ~ ' as ' ~ q) -%}
+  {%- endfor -%}
+  {%- do texts.append('cast(__ivm_existed as string)') -%}
+  {%- do items.append('cast(__ivm_a[' ~ target_columns | length ~ '] as boolean) as __ivm_existed') -%}
+  {%- set text = run_query('select case when count(*) <= ' ~ most ~ ' then to_json(collect_list(array(' ~ texts | join(', ')
+      ~ '))) end from (select * from ' ~ relation ~ ' __ivm_m limit ' ~ (most + 1) ~ ') __ivm_r').rows[0][0] -%}
+  {{ return(dbt_ivm._ivm_text_rows_relation(text, items) if text is not none else none) }}
 {% endmacro %}
 
 {#- Keys read back as JSON (an array of their columns' text per key, NULL as null):

@@ -383,7 +383,7 @@
     {%- set stage = dbt_ivm._ivm_stage_keyed_changes(spec, target, target_columns, plan, settings.file_format, few) -%}
   {%- else -%}
     {%- set stage = dbt_ivm._ivm_stage_aggregate_changes(spec, target, target_columns, plan, nv.old > 0,
-        settings.partition_by | length > 0, inputs.edges, not delta, few) -%}
+        settings.partition_by | length > 0, inputs.edges, not delta, few, nv.rows) -%}
   {%- endif -%}
   {%- set steps = [] -%}
   {%- for p in changed if change_rows[p.up.name] > 0 or state.repair -%}
