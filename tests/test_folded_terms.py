@@ -77,10 +77,12 @@ def folded(sent: list[str]) -> bool:
 
 
 def scans(project: IvmProject, sent: list[str], table: str) -> int:
-    """How often Spark's plan of a parquet refresh's scratch write (its merged groups, the
-    statement that evaluates the change terms) reads the upstream `table`."""
-    [write] = [s for s in sent if s.startswith("create table") and TAG_FILTER in s]
-    return project.plan_scans(write.split(" using parquet as ", 1)[1], [table])[table]
+    """How often Spark's plan of the parquet refresh statement that evaluates the change
+    terms (its merged groups, read back as listed rows or written to the scratch table)
+    reads the upstream `table`."""
+    [write] = [s for s in sent if s.startswith(("create table", "select")) and TAG_FILTER in s]
+    query = write.split(" using parquet as ", 1)[1] if write.startswith("create table") else write
+    return project.plan_scans(query, [table])[table]
 
 
 def test_dimensions_changed_together_are_one_term(shop) -> None:
