@@ -305,11 +305,26 @@ where ({{ problem }}) is not null or ((not f.__ivm_is_new or l.__ivm_is_new)
   {{ return(dbt_ivm._ivm_range_kind(t)) }}
 {% endmacro %}
 
-{#- The columns of p's change set whose rows can be listed: p.columns when every one has a
-    text form, else none. Set as p.row_columns once per changed upstream. -#}
-{% macro _ivm_listable_row_columns(p) %}
-  {%- for c in p.columns if not dbt_ivm._ivm_row_text_kind(c.data_type) -%}{{ return(none) }}{%- endfor -%}
-  {{ return(p.columns) }}
+{#- Columns whose rows can be listed: the columns when every one has a text form, else
+    none. A changed upstream's are set as p.row_columns once per refresh. -#}
+{% macro _ivm_listable_row_columns(columns) %}
+  {%- for c in columns if not dbt_ivm._ivm_row_text_kind(c.data_type) -%}{{ return(none) }}{%- endfor -%}
+  {{ return(columns) }}
+{% endmacro %}
+
+{#- The text forms of listable columns, one SQL each, read as `qualifier` ~ the column. -#}
+{% macro _ivm_row_texts_sql(columns, qualifier='') %}
+  {%- set texts = [] -%}
+  {%- for c in columns -%}{%- do texts.append(dbt_ivm._ivm_row_text_sql(qualifier ~ dbt_ivm._ivm_quote(c.name), c.data_type)) -%}{%- endfor -%}
+  {{ return(texts) }}
+{% endmacro %}
+
+{#- The values of listable columns from a listed row's texts (__ivm_a, see
+    _ivm_text_rows_relation) from position `first` on, one SQL each. -#}
+{% macro _ivm_row_values_sql(columns, first=0) %}
+  {%- set values = [] -%}
+  {%- for c in columns -%}{%- do values.append(dbt_ivm._ivm_row_value_sql('__ivm_a[' ~ (first + loop.index0) ~ ']', c.data_type)) -%}{%- endfor -%}
+  {{ return(values) }}
 {% endmacro %}
 
 {#- SQL of the text form of a listable column's value expr. -#}
@@ -372,13 +387,8 @@ where ({{ problem }}) is not null or ((not f.__ivm_is_new or l.__ivm_is_new)
   {%- set most = dbt_ivm._ivm_row_list_max((columns or []) | length * (2 if with_before else 1) + 2) -%}
   {%- set gate = dbt_ivm._ivm_change_gate(p, most) -%}
   {%- if columns is none or not gate -%}{{ return(none) }}{%- endif -%}
-  {%- set texts = [] -%}
-  {%- for c in columns -%}{%- do texts.append(dbt_ivm._ivm_row_text_sql(dbt_ivm._ivm_quote(c.name), c.data_type)) -%}{%- endfor -%}
-  {%- for c in columns if with_before -%}
-    {%- do texts.append(dbt_ivm._ivm_row_text_sql('__ivm_before.' ~ dbt_ivm._ivm_quote(c.name), c.data_type)) -%}
-  {%- endfor -%}
-  {%- do texts.append('cast(__ivm_old as string)') -%}
-  {%- do texts.append('cast(__ivm_new as string)') -%}
+  {%- set texts = dbt_ivm._ivm_row_texts_sql(columns) + (dbt_ivm._ivm_row_texts_sql(columns, '__ivm_before.') if with_before else [])
+      + ['cast(__ivm_old as string)', 'cast(__ivm_new as string)'] -%}
   {{ return(dbt_ivm._ivm_gated_aggregate('case when count(*) <= ' ~ most ~ ' then to_json(collect_list({})) end',
       'array(' ~ texts | join(', ') ~ ')', gate)) }}
 {% endmacro %}
@@ -406,13 +416,11 @@ where ({{ problem }}) is not null or ((not f.__ivm_is_new or l.__ivm_is_new)
   {%- set n = columns | length -%}
   {%- set at = {} -%}
   {%- set out, before = [], [] -%}
+  {%- set values, olds = dbt_ivm._ivm_row_values_sql(columns), dbt_ivm._ivm_row_values_sql(columns, n) -%}
   {%- for c in columns -%}
     {%- do at.update({c.name | lower: loop.index0}) -%}
-    {%- do out.append(dbt_ivm._ivm_row_value_sql('__ivm_a[' ~ loop.index0 ~ ']', c.data_type) ~ ' as ' ~ dbt_ivm._ivm_quote(c.name)) -%}
-  {%- endfor -%}
-  {%- for c in columns if with_before -%}
-    {%- set old = dbt_ivm._ivm_row_value_sql('__ivm_a[' ~ (n + loop.index0) ~ ']', c.data_type) -%}
-    {%- do before.append(dbt_ivm._ivm_string_literal(c.name) ~ ', ' ~ old) -%}
+    {%- do out.append(values[loop.index0] ~ ' as ' ~ dbt_ivm._ivm_quote(c.name)) -%}
+    {%- if with_before -%}{%- do before.append(dbt_ivm._ivm_string_literal(c.name) ~ ', ' ~ olds[loop.index0]) -%}{%- endif -%}
   {%- endfor -%}
   {%- set flags = n * (2 if with_before else 1) -%}
   {%- if with_before -%}

@@ -165,14 +165,12 @@
 {% macro _ivm_listed_groups(relation, target_columns, changed_rows) %}
   {%- set most = dbt_ivm._ivm_row_list_max(target_columns | length + 1) -%}
   {%- if changed_rows is none or changed_rows > most -%}{{ return(none) }}{%- endif -%}
-  {%- for c in target_columns if not dbt_ivm._ivm_row_text_kind(c.data_type) -%}{{ return(none) }}{%- endfor -%}
-  {%- set texts, items = [], [] -%}
-  {%- for c in target_columns -%}
-    {%- set q = dbt_ivm._ivm_quote(c.name) -%}
-    {%- do texts.append(dbt_ivm._ivm_row_text_sql(q, c.data_type)) -%}
-    {%- do items.append(dbt_ivm._ivm_row_value_sql('__ivm_a[' ~ loop.index0 ~ ']', c.data_type) ~ ' as ' ~ q) -%}
+  {%- if dbt_ivm._ivm_listable_row_columns(target_columns) is none -%}{{ return(none) }}{%- endif -%}
+  {%- set texts = dbt_ivm._ivm_row_texts_sql(target_columns) + ['cast(__ivm_existed as string)'] -%}
+  {%- set items = [] -%}
+  {%- for v in dbt_ivm._ivm_row_values_sql(target_columns) -%}
+    {%- do items.append(v ~ ' as ' ~ dbt_ivm._ivm_quote(target_columns[loop.index0].name)) -%}
   {%- endfor -%}
-  {%- do texts.append('cast(__ivm_existed as string)') -%}
   {%- do items.append('cast(__ivm_a[' ~ target_columns | length ~ '] as boolean) as __ivm_existed') -%}
   {%- set text = run_query('select case when count(*) <= ' ~ most ~ ' then to_json(collect_list(array(' ~ texts | join(', ')
       ~ '))) end from (select * from ' ~ relation ~ ' __ivm_m limit ' ~ (most + 1) ~ ') __ivm_r').rows[0][0] -%}

@@ -244,7 +244,7 @@
       {#- a range column that is a row key column is listed from the row keys: one read of the change less -#}
       {%- do dbt_ivm._ivm_key_listing(p) -%}
       {#- a join lists every changed row key, an aggregate those that carry its range columns -#}
-      {%- do p.update({'lists_ids': spec is none or p.by_ids | length > 0, 'row_columns': dbt_ivm._ivm_listable_row_columns(p)}) -%}
+      {%- do p.update({'lists_ids': spec is none or p.by_ids | length > 0, 'row_columns': dbt_ivm._ivm_listable_row_columns(p.columns)}) -%}
       {%- set own = {} -%}
       {%- for col, r in p.ranged.items() if col not in p.by_ids -%}{%- do own.update({col: r}) -%}{%- endfor -%}
       {#- a small change's rows, collected in the same pass; its key lists then come from them -#}
